@@ -1,0 +1,36 @@
+"""DQN defaults (and the DoubleDQN / DuelingDQN variants, which only flip a switch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from algos.base_config import OffPolicyConfig
+from algos.networks import LayerConfig, mlp_layers
+
+LOSSES = ("huber", "mse")
+
+
+@dataclass
+class DQNConfig(OffPolicyConfig):
+    value_layers: list[LayerConfig] = field(default_factory=lambda: mlp_layers(256, 256))
+    lr: float = 1e-3  # Adam learning rate
+    epsilon_start: float = 0.95  # epsilon = end + (start - end) * exp(-env_steps / decay)
+    epsilon_end: float = 0.01
+    epsilon_decay: float = 500.0  # in env steps
+    target_update: int = 4  # updates between target-network syncs
+    tau: float = 1.0  # target sync: 1.0 copies, < 1 averages (Polyak)
+    loss: str = "huber"  # huber or mse
+    max_grad_norm: float | None = 10.0  # gradient-norm clipping; null turns it off
+    double_q: bool = False  # pick next actions with the online net, value them with the target
+    dueling: bool = False  # value and advantage streams over a shared trunk
+
+
+@dataclass
+class DoubleDQNConfig(DQNConfig):
+    double_q: bool = True
+
+
+@dataclass
+class DuelingDQNConfig(DQNConfig):
+    double_q: bool = True
+    dueling: bool = True

@@ -1,0 +1,144 @@
+"""DQN: epsilon-greedy acting, TD learning against a target network.
+
+Targets use the worker's n-step folding: ``y = rewards + discounts * Q_target(next_obs, a*)``
+where ``a*`` is the target's argmax (DQN) or the online net's argmax (double Q). Per-sample
+losses are weighted by the batch's importance-sampling ``weights`` (ones without PER), and
+``|TD error|`` goes back as new priorities.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.networks import build_network, output_dim, soft_update
+
+
+class DuelingQNetwork(nn.Module):
+    """Q = V + A - mean(A) over a shared trunk."""
+
+    def __init__(self, layers: Any, in_shape: tuple[int, ...], n_actions: int) -> None:
+        super().__init__()
+        self.trunk = build_network(layers, in_shape, None)
+        width = output_dim(self.trunk)
+        self.value = nn.Linear(width, 1)
+        self.advantage = nn.Linear(width, n_actions)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        features = self.trunk(obs)
+        advantage = self.advantage(features)
+        return self.value(features) + advantage - advantage.mean(dim=-1, keepdim=True)
+
+
+class DQNPolicy(Policy):
+    """Value-based control for Discrete action spaces."""
+
+    def __init__(
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+    ) -> None:
+        super().__init__(cfg, obs_space, action_space, device)
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise ValueError(f"DQN needs a Discrete action space, got {action_space}")
+        self.n_actions = int(action_space.n)
+        shape = tuple(obs_space.shape)
+        if cfg.dueling:
+            self.q_net: nn.Module = DuelingQNetwork(cfg.value_layers, shape, self.n_actions)
+        else:
+            self.q_net = build_network(cfg.value_layers, shape, self.n_actions)
+        self.q_net.to(device)
+        self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=cfg.lr)
+
+    def epsilon(self, env_steps: int) -> float:
+        cfg = self.cfg
+        decay = max(float(cfg.epsilon_decay), 1e-8)
+        return cfg.epsilon_end + (cfg.epsilon_start - cfg.epsilon_end) * math.exp(
+            -env_steps / decay
+        )
+
+    def exploration_stats(self, env_steps: int) -> dict[str, float]:
+        return {"epsilon": self.epsilon(env_steps)}
+
+    def acting_modules(self) -> dict[str, nn.Module]:
+        return {"q_net": self.q_net}
+
+    @torch.no_grad()
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        return self.q_net(to_tensor(obs, self.device)).cpu().numpy()
+
+    def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
+        actions = self.q_values(obs).argmax(axis=-1).astype(np.int64)
+        if explore:
+            random_rows = self.rng.random(len(actions)) < self.epsilon(env_steps)
+            actions[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
+        return actions, {}
+
+    def learn(self, batch: Batch) -> LearnResult:
+        cfg, device = self.cfg, self.device
+        obs = to_tensor(batch["obs"], device)
+        actions = to_tensor(batch["actions"], device, torch.int64).reshape(-1, 1)
+        rewards = to_tensor(batch["rewards"], device, torch.float32)
+        next_obs = to_tensor(batch["next_obs"], device)
+        discounts = to_tensor(batch["discounts"], device, torch.float32)
+        weights = to_tensor(batch["weights"], device, torch.float32)
+
+        q = self.q_net(obs).gather(1, actions).squeeze(1)
+        with torch.no_grad():
+            next_q_target = self.target_net(next_obs)
+            if cfg.double_q:
+                next_actions = self.q_net(next_obs).argmax(dim=1, keepdim=True)
+            else:
+                next_actions = next_q_target.argmax(dim=1, keepdim=True)
+            next_q = next_q_target.gather(1, next_actions).squeeze(1)
+            target = rewards + discounts * next_q
+        td_error = q - target
+        if cfg.loss == "mse":
+            per_sample = td_error.pow(2)
+        else:
+            per_sample = F.smooth_l1_loss(q, target, reduction="none")
+        loss = (weights * per_sample).mean()
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = (
+            nn.utils.clip_grad_norm_(self.q_net.parameters(), cfg.max_grad_norm)
+            if cfg.max_grad_norm
+            else torch.zeros(())
+        )
+        self.optimizer.step()
+        self.updates += 1
+        if self.updates % max(int(cfg.target_update), 1) == 0:
+            soft_update(self.target_net, self.q_net, float(cfg.tau))
+
+        return LearnResult(
+            metrics={
+                "loss": float(loss.detach()),
+                "q_mean": float(q.detach().mean()),
+                "td_abs_mean": float(td_error.detach().abs().mean()),
+                "grad_norm": float(grad_norm),
+                "lr": float(self.optimizer.param_groups[0]["lr"]),
+            },
+            priorities=td_error.detach().abs().cpu().numpy(),
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "q_net": self.q_net.state_dict(),
+            "target_net": self.target_net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.q_net.load_state_dict(state["q_net"])
+        self.target_net.load_state_dict(state["target_net"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])

@@ -1,0 +1,127 @@
+"""Torch modules built from the layer lists in ``algo_cfg`` (``value_layers`` and friends).
+
+A layer list reads like JoyRL's: ``[{layer_type: linear, layer_dim: [256], activation: relu}]``.
+Conv layers come first and act on ``[C, H, W]`` images (uint8 images are scaled to [0, 1]);
+the stack is flattened before the first linear layer. The output layer is added by the
+caller's ``out_dim`` and has no activation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+LAYER_TYPES = ("linear", "conv2d")
+ACTIVATIONS: dict[str, type[nn.Module] | None] = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+    "leakyrelu": nn.LeakyReLU,
+    "elu": nn.ELU,
+    "none": None,
+}
+
+
+@dataclass
+class LayerConfig:
+    """One hidden layer. ``layer_dim`` is ``[units]`` for linear, ``[out_channels]`` for conv2d."""
+
+    layer_type: str = "linear"
+    layer_dim: list[int] = field(default_factory=lambda: [256])
+    activation: str = "relu"
+    kernel_size: int = 3
+    stride: int = 1
+    padding: int = 0
+
+
+def mlp_layers(*dims: int, activation: str = "relu") -> list[LayerConfig]:
+    """Shorthand for a default: ``mlp_layers(256, 256)``."""
+    return [LayerConfig("linear", [d], activation) for d in dims]
+
+
+def _field(layer: Any, name: str) -> Any:
+    return layer[name] if isinstance(layer, dict) else getattr(layer, name)
+
+
+def validate_layers(layers: Sequence[Any], key: str) -> None:
+    """Raise ValueError naming ``key`` when a layer type or activation is not known."""
+    for i, layer in enumerate(layers):
+        layer_type = str(_field(layer, "layer_type")).lower()
+        if layer_type not in LAYER_TYPES:
+            raise ValueError(
+                f"{key}[{i}].layer_type={layer_type!r} is not known; allowed: {', '.join(LAYER_TYPES)}"
+            )
+        activation = str(_field(layer, "activation")).lower()
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"{key}[{i}].activation={activation!r} is not known; allowed: {', '.join(ACTIVATIONS)}"
+            )
+
+
+class ScaleImage(nn.Module):
+    """uint8 pixels to floats in [0, 1]; floats pass through."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+
+
+def build_network(
+    layers: Sequence[Any], in_shape: Sequence[int], out_dim: int | None
+) -> nn.Sequential:
+    """Stack the configured layers on an input of ``in_shape``; add a linear head of ``out_dim``."""
+    modules: list[nn.Module] = [ScaleImage()]
+    shape = tuple(int(s) for s in in_shape)
+    flat = len(shape) == 1
+    for layer in layers:
+        layer_type = str(_field(layer, "layer_type")).lower()
+        dim = _field(layer, "layer_dim")
+        width = int(dim[0] if isinstance(dim, (list, tuple)) or hasattr(dim, "__len__") else dim)
+        if layer_type == "conv2d":
+            if flat:
+                raise ValueError(
+                    "conv2d layers must come before linear layers, on image observations"
+                )
+            conv = nn.Conv2d(
+                shape[0],
+                width,
+                kernel_size=int(_field(layer, "kernel_size")),
+                stride=int(_field(layer, "stride")),
+                padding=int(_field(layer, "padding")),
+            )
+            modules.append(conv)
+            with torch.no_grad():
+                shape = tuple(conv(torch.zeros(1, *shape)).shape[1:])
+        else:
+            if not flat:
+                modules.append(nn.Flatten())
+                shape = (int(np.prod(shape)),)
+                flat = True
+            modules.append(nn.Linear(shape[0], width))
+            shape = (width,)
+        activation = ACTIVATIONS[str(_field(layer, "activation")).lower()]
+        if activation is not None:
+            modules.append(activation())
+    if not flat:
+        modules.append(nn.Flatten())
+        shape = (int(np.prod(shape)),)
+    if out_dim is not None:
+        modules.append(nn.Linear(shape[0], out_dim))
+    return nn.Sequential(*modules)
+
+
+def output_dim(network: nn.Sequential) -> int:
+    """Width of the last linear layer."""
+    linears = [m for m in network if isinstance(m, nn.Linear)]
+    return linears[-1].out_features
+
+
+def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Polyak averaging: target <- (1 - tau) * target + tau * source."""
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters(), strict=True):
+            t.mul_(1.0 - tau).add_(s, alpha=tau)

@@ -1,0 +1,37 @@
+"""From command-line input to a finished run, with one clear line for any bad input."""
+
+from __future__ import annotations
+
+import sys
+
+from envs.registry import EnvSpecError
+from joyrl_ray.checkpoint import CheckpointError
+from joyrl_ray.config import ConfigError, RunConfig, load_config
+from joyrl_ray.ray_cluster import ClusterError
+
+EXIT_BAD_INPUT = 2
+
+
+def run_from_cli(yaml_path: str | None, overrides: list[str]) -> int:
+    """Exit code 0 (done), 2 (bad input, before anything started), 130 (interrupted)."""
+    try:
+        cfg = RunConfig.from_omegaconf(load_config(yaml_path, overrides))
+        from joyrl_ray.runner import run
+
+        result = run(cfg)
+    except (ConfigError, CheckpointError, ClusterError, EnvSpecError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    summary = result.summary
+    line = (
+        f"{summary['mode']} {summary['algo']} on {summary['env_id']}: "
+        f"{summary['env_steps']} env steps, {summary['episodes']} episodes, "
+        f"{summary['updates']} updates in {summary['wall_time_s']:.1f}s ({summary['stop_reason']})"
+    )
+    if summary.get("eval_history"):
+        line += f"; last eval return {summary['eval_history'][-1]['return_mean']:.1f}"
+    if "return_mean" in summary:
+        line += f"; test return {summary['return_mean']:.1f} +- {summary['return_std']:.1f}"
+    print(line)
+    print(result.task_dir)
+    return result.exit_code

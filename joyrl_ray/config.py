@@ -1,0 +1,245 @@
+"""Python defaults, then the yaml file, then ``section.key=value`` overrides.
+
+Each section is merged with OmegaConf against a typed dataclass schema: ``general_cfg``
+(:class:`GeneralConfig`), ``algo_cfg`` (the config class of the algorithm that the merged
+``general_cfg.algo_name`` names) and ``env_cfg`` (:class:`envs.EnvConfig`). Anything
+wrong raises :class:`ConfigError` with one line naming the key or value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from algos import ALGORITHMS, get_algorithm
+from algos.base_config import BUFFER_TYPES
+from algos.networks import LayerConfig, validate_layers
+from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
+from envs.config import RENDER_MODES
+from envs.registry import check_wrappers
+from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, GeneralConfig
+
+SECTIONS = ("general_cfg", "algo_cfg", "env_cfg")
+
+
+class ConfigError(ValueError):
+    """Bad user input; ``str(error)`` is the one line shown to the user."""
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--yaml {path}: no such file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"--yaml {path}: malformed yaml{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--yaml {path}: expected a mapping with sections {', '.join(SECTIONS)}")
+    for section, body in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(_unknown(str(section), "", SECTIONS, what="section"))
+        if body is not None and not isinstance(body, dict):
+            raise ConfigError(f"--yaml {path}: section {section} must be a mapping")
+    return {k: v or {} for k, v in data.items()}
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
+    """``["general_cfg.seed=1", ...]`` to ``{"general_cfg": {"seed": 1}}`` (values parsed as yaml)."""
+    parsed: dict[str, dict[str, Any]] = {}
+    for item in overrides:
+        key, sep, _ = item.partition("=")
+        section = key.split(".", 1)[0]
+        if not sep or "." not in key:
+            raise ConfigError(
+                f"override {item!r} is not section.key=value (sections: {', '.join(SECTIONS)})"
+            )
+        if section not in SECTIONS:
+            raise ConfigError(_unknown(section, "", SECTIONS, what="section"))
+        try:
+            dotted = OmegaConf.to_container(OmegaConf.from_dotlist([item]))
+        except OmegaConfBaseException as exc:
+            raise ConfigError(f"override {item!r}: {exc}".splitlines()[0]) from None
+        parsed.setdefault(section, {})
+        _deep_update(parsed[section], dotted[section])
+    return parsed
+
+
+def _deep_update(into: dict[str, Any], new: dict[str, Any]) -> None:
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_update(into[key], value)
+        else:
+            into[key] = value
+
+
+def _unknown(key: str, prefix: str, allowed: Any, what: str = "key") -> str:
+    allowed = list(allowed)
+    close = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"; did you mean {prefix}{close[0]}?" if close else ""
+    return f"unknown {what} {prefix}{key}{hint} (allowed: {', '.join(allowed)})"
+
+
+def _normalise_layers(section: dict[str, Any]) -> None:
+    """Accept JoyRL's ``layer_size`` and a bare int for ``layer_dim``."""
+    for key, value in section.items():
+        if not (key.endswith("_layers") and isinstance(value, list)):
+            continue
+        for layer in value:
+            if isinstance(layer, dict):
+                if "layer_size" in layer and "layer_dim" not in layer:
+                    layer["layer_dim"] = layer.pop("layer_size")
+                if isinstance(layer.get("layer_dim"), int):
+                    layer["layer_dim"] = [layer["layer_dim"]]
+
+
+def _check_keys(schema: type, data: dict[str, Any], prefix: str) -> None:
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    for key, value in data.items():
+        if key not in fields:
+            raise ConfigError(_unknown(str(key), prefix, fields))
+        if key.endswith("_layers") and isinstance(value, list):
+            for i, layer in enumerate(value):
+                if not isinstance(layer, dict):
+                    raise ConfigError(f"{prefix}{key}[{i}] must be a mapping of layer settings")
+                _check_keys(LayerConfig, layer, f"{prefix}{key}[{i}].")
+
+
+def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConfig:
+    merged = OmegaConf.structured(schema)
+    for layer in layers:
+        _normalise_layers(layer)
+        _check_keys(schema, layer, f"{section}.")
+        try:
+            merged = OmegaConf.merge(merged, layer)
+        except OmegaConfBaseException as exc:
+            key = getattr(exc, "full_key", None) or "?"
+            msg = getattr(exc, "msg", str(exc)).splitlines()[0]
+            raise ConfigError(f"{section}.{key}: {msg}") from None
+    return merged
+
+
+def _choice(value: Any, allowed: tuple[Any, ...], key: str) -> None:
+    if value not in allowed:
+        shown = ", ".join("null" if a is None else str(a) for a in allowed)
+        raise ConfigError(f"{key}={value!r} is not allowed; allowed: {shown}")
+
+
+def _check_general(general: DictConfig) -> None:
+    _choice(general.mode, MODES, "general_cfg.mode")
+    _choice(general.mp_backend, BACKENDS, "general_cfg.mp_backend")
+    _choice(general.device, DEVICES, "general_cfg.device")
+    _choice(general.env_name, ENV_FAMILIES, "general_cfg.env_name")
+    if general.algo_name not in ALGORITHMS:
+        raise ConfigError(
+            f"general_cfg.algo_name={general.algo_name!r} is not registered; "
+            f"allowed: {', '.join(sorted(ALGORITHMS))}"
+        )
+    for key in (
+        "n_workers",
+        "n_envs_per_worker",
+        "n_learners",
+        "online_eval_episode",
+        "model_save_fre",
+        "weights_publish_every",
+        "max_pushes_in_flight",
+        "worker_chunk_steps",
+        "keep_checkpoints",
+    ):
+        if general[key] < 1:
+            raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 1")
+    if general.n_learners != 1:
+        raise ConfigError(
+            f"general_cfg.n_learners={general.n_learners}: only 1 learner is supported so far"
+        )
+    if general.mode == "test" and not general.load_path:
+        raise ConfigError("general_cfg.mode=test needs general_cfg.load_path (a task directory)")
+    if general.load_checkpoint and not general.load_path:
+        raise ConfigError("general_cfg.load_checkpoint=true needs general_cfg.load_path")
+    step = str(general.load_model_step)
+    if step not in ("best", "last") and not step.isdigit():
+        raise ConfigError(
+            f"general_cfg.load_model_step={step!r} is not allowed; allowed: best, last, or an update number"
+        )
+
+
+def _check_algo(algo: DictConfig) -> None:
+    for key in algo:
+        if str(key).endswith("_layers"):
+            try:
+                validate_layers(algo[key], f"algo_cfg.{key}")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+    if "buffer_type" in algo:
+        algo.buffer_type = str(algo.buffer_type).upper()
+        _choice(algo.buffer_type, BUFFER_TYPES, "algo_cfg.buffer_type")
+    for key in ("batch_size", "buffer_size", "n_step", "rollout_len"):
+        if key in algo and algo[key] < 1:
+            raise ConfigError(f"algo_cfg.{key}={algo[key]} must be >= 1")
+
+
+def _check_env(env: DictConfig) -> None:
+    _choice(env.render_mode, RENDER_MODES, "env_cfg.render_mode")
+    try:
+        check_env_id(env.id)
+        check_wrappers(list(env.wrappers))
+    except EnvSpecError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]) -> DictConfig:
+    """Merge defaults < yaml < overrides for each section, then validate the result."""
+    sources = [yaml_data, overrides]
+    general = _merge(GeneralConfig, [s.get("general_cfg", {}) for s in sources], "general_cfg")
+    _check_general(general)
+    spec = get_algorithm(general.algo_name)
+    algo = _merge(spec.config_cls, [s.get("algo_cfg", {}) for s in sources], "algo_cfg")
+    _check_algo(algo)
+    env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
+    _check_env(env)
+    return OmegaConf.create({"general_cfg": general, "algo_cfg": algo, "env_cfg": env})
+
+
+@dataclass
+class RunConfig:
+    """The merged config as plain dataclasses: picklable and cheap to read in hot loops."""
+
+    general: GeneralConfig
+    algo: Any
+    env: EnvConfig
+
+    @classmethod
+    def from_omegaconf(cls, cfg: DictConfig) -> RunConfig:
+        return cls(
+            general=OmegaConf.to_object(cfg.general_cfg),
+            algo=OmegaConf.to_object(cfg.algo_cfg),
+            env=OmegaConf.to_object(cfg.env_cfg),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "general_cfg": dataclasses.asdict(self.general),
+            "algo_cfg": dataclasses.asdict(self.algo),
+            "env_cfg": dataclasses.asdict(self.env),
+        }
+
+
+def load_config(yaml_path: str | None, overrides: list[str]) -> DictConfig:
+    """The merged run config from a yaml path (or none) and CLI ``key=value`` overrides."""
+    yaml_data = read_yaml(yaml_path) if yaml_path else {}
+    return build_config(yaml_data, parse_overrides(overrides))
+
+
+__all__ = ["ConfigError", "RunConfig", "build_config", "load_config"]

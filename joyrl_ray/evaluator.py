@@ -1,0 +1,73 @@
+"""Deterministic evaluation episodes on an env of their own (never the training envs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from algos.base import Policy
+from envs.registry import make_env
+from joyrl_ray.seeding import derive_seed
+
+
+class Evaluator:
+    """Runs greedy episodes; each episode starts from a fresh seed."""
+
+    def __init__(
+        self,
+        env_cfg: Any,
+        policy: Policy,
+        *,
+        seed: int,
+        max_step: int = -1,
+        render_mode: str | None = None,
+        stream: str = "eval",
+    ) -> None:
+        self.env = make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
+        self.policy = policy
+        self.seed = seed
+        self.stream = stream
+        self.episodes_run = 0
+
+    def run_episode(self, record_frames: bool = False) -> tuple[float, int, list[np.ndarray]]:
+        episode_seed = derive_seed(self.seed, self.stream, self.episodes_run)
+        if episode_seed is None:  # unseeded run: still a different start every episode
+            episode_seed = int(np.random.default_rng().integers(2**31))
+        self.episodes_run += 1
+        obs, _ = self.env.reset(seed=episode_seed)
+        total, length, frames = 0.0, 0, []
+        while True:
+            if record_frames:
+                frames.append(np.asarray(self.env.render()))
+            action, _ = self.policy.act(obs[None], explore=False, env_steps=0)
+            obs, reward, terminated, truncated, _ = self.env.step(self.policy.env_action(action)[0])
+            total += float(reward)
+            length += 1
+            if terminated or truncated:
+                return total, length, frames
+
+    def evaluate(self, n_episodes: int) -> dict[str, Any]:
+        returns, lengths = [], []
+        for _ in range(n_episodes):
+            ret, length, _ = self.run_episode()
+            returns.append(ret)
+            lengths.append(length)
+        return summarize_returns(returns, lengths)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def summarize_returns(returns: list[float], lengths: list[int]) -> dict[str, Any]:
+    r = np.asarray(returns, dtype=np.float64)
+    if r.size == 0:
+        return {"episodes": 0}
+    return {
+        "episodes": int(r.size),
+        "return_mean": float(r.mean()),
+        "return_std": float(r.std()),
+        "return_min": float(r.min()),
+        "return_max": float(r.max()),
+        "length_mean": float(np.mean(lengths)),
+    }

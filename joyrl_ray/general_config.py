@@ -1,0 +1,54 @@
+"""``general_cfg``: what runs, where, for how long, and what it writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MODES = ("train", "test")
+BACKENDS = ("single", "ray")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class GeneralConfig:
+    """Runtime settings shared by every algorithm. ``-1`` means no limit."""
+
+    algo_name: str = "DQN"  # a registered algorithm (algos/)
+    env_name: str = "gym"  # env family; gymnasium ids and import paths live under "gym"
+    device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda
+    mode: str = "train"  # train or test
+    collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
+    mp_backend: str = "ray"  # single (one process) or ray (actors)
+    n_workers: int = 1  # Worker actors stepping envs
+    n_envs_per_worker: int = 1  # envs per worker, stepped as one gymnasium sync vector env
+    n_learners: int = 1  # Learner actors (only 1 for now)
+    ray_address: str | None = None  # null: start a local Ray; auto, host:port, ray://host:port
+    ray_num_cpus: int | None = None  # CPUs for a local Ray (null: all of this machine's)
+    worker_num_cpus: float | None = (
+        None  # CPU request per Worker (null: share what the learner leaves)
+    )
+    learner_num_cpus: float = 1.0  # CPU request per Learner actor
+    learner_num_gpus: float = 0.0  # GPU request per Learner actor (set 1 to get a GPU on a cluster)
+    max_restarts: int = 3  # times Ray restarts a dead actor
+    load_checkpoint: bool = False  # start from a checkpoint (resume in train, required in test)
+    load_path: str | None = None  # task directory (under tasks/ or a path) holding models/
+    load_model_step: str = "best"  # best, last, or an update number; best falls back to last
+    max_episode: int = -1  # stop after this many episodes (test mode: episodes to run)
+    max_env_steps: int = 100_000  # stop after this many env steps in total
+    max_step: int = -1  # max steps per episode (-1: the env's own time limit)
+    seed: int = 0  # 0: unseeded
+    online_eval: bool = True  # evaluate every model_save_fre updates on a separate env
+    online_eval_episode: int = 10  # episodes per online evaluation
+    model_save_fre: int = 500  # updates between checkpoints (and online evaluations)
+    keep_checkpoints: int = 5  # numbered checkpoints kept in models/ (best and last always)
+    save_best_model: bool | None = True  # keep models/best.pt (needs online_eval)
+    reward_threshold: float | None = None  # stop once an online evaluation averages this
+    save_fig: bool = True  # write reward curves to figs/
+    show_fig: bool = False  # show the reward curves at the end
+    render_n_episodes: int = 1  # test mode with rgb_array: episodes recorded to videos/
+    weights_publish_every: int = 10  # learner updates between weight publishes
+    max_pushes_in_flight: int = 2  # per worker, pushes not yet acknowledged (backpressure)
+    worker_chunk_steps: int = 64  # vector-env steps a worker takes per push (off-policy)
+    learner_lag_tolerance: int = 64  # updates the learner may trail the ratio before workers wait
+    progress: bool = True  # console progress bar
+    tasks_dir: str = "tasks"  # where task directories are created

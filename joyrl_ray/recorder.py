@@ -1,0 +1,200 @@
+"""The Recorder: turns reports from the DataServer into logs, csv, tensorboard and progress.
+
+It lives in the driver process: the driver drains the DataServer's reports every half
+second and hands them here, so no actor ever writes the run's logs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from joyrl_ray.task_dir import TaskDir
+from joyrl_ray.trajectories import TrajectoryWriter
+
+EPISODE_FIELDS = ("episode", "env_steps", "return", "length", "worker_id", "wall_time_s")
+EVAL_FIELDS = (
+    "env_steps",
+    "updates",
+    "wall_time_s",
+    "return_mean",
+    "return_std",
+    "return_min",
+    "return_max",
+    "length_mean",
+    "episodes",
+)
+
+
+def _open_csv(path: Path, fields: tuple[str, ...]) -> tuple[Any, csv.DictWriter]:
+    new = not path.exists()
+    f = path.open("a", newline="")
+    writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+    if new:
+        writer.writeheader()
+    return f, writer
+
+
+def make_logger(task: TaskDir) -> logging.Logger:
+    logger = logging.getLogger(f"joyrl_ray.{task.root.name}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    handler = logging.FileHandler(task.logs / "log.txt")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+class Recorder:
+    """Writes one run's episode and learner reports; keeps the eval history for the summary."""
+
+    def __init__(
+        self,
+        task: TaskDir,
+        *,
+        started_at: float,
+        total_env_steps: int,
+        total_episodes: int,
+        progress: bool,
+        collect_traj: bool,
+        counters: dict[str, int] | None = None,
+        history: dict[str, Any] | None = None,
+    ) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.task = task
+        self.started_at = started_at
+        self.logger = make_logger(task)
+        self.tb = SummaryWriter(log_dir=str(task.logs))
+        self.episode_file, self.episode_csv = _open_csv(
+            task.results / "episodes.csv", EPISODE_FIELDS
+        )
+        self.eval_file, self.eval_csv = _open_csv(task.results / "evals.csv", EVAL_FIELDS)
+        self.trajs = TrajectoryWriter(task.results) if collect_traj else None
+        history = history or {}
+        self.episode_rows: list[dict[str, Any]] = list(history.get("episodes", []))
+        self.eval_history: list[dict[str, Any]] = list(history.get("evals", []))
+        for row in self.episode_rows:
+            self.episode_csv.writerow(row)
+        for row in self.eval_history:
+            self.eval_csv.writerow(row)
+        self.recent_returns: deque[float] = deque(
+            (r["return"] for r in self.episode_rows[-20:]), maxlen=20
+        )
+        self.counters = dict(counters or {"env_steps": 0, "episodes": 0, "updates": 0})
+        self.rate_mark = (time.monotonic(), self.counters["env_steps"], self.counters["updates"])
+        self.rates = {"env_steps_per_s": 0.0, "updates_per_s": 0.0}
+        self.by_steps = total_env_steps > 0
+        total = (
+            total_env_steps if self.by_steps else (total_episodes if total_episodes > 0 else None)
+        )
+        initial = self.counters["env_steps"] if self.by_steps else self.counters["episodes"]
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            disable=not progress,
+            unit="step" if self.by_steps else "ep",
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
+
+    def elapsed(self) -> float:
+        return time.time() - self.started_at
+
+    def log(self, message: str) -> None:
+        self.logger.info(message)
+
+    def ingest(self, reports: dict[str, Any]) -> None:
+        """Record one drain of the DataServer's reports."""
+        for ep in reports["episodes"]:
+            row = {
+                **ep,
+                "episode": len(self.episode_rows) + 1,
+                "wall_time_s": round(self.elapsed(), 3),
+            }
+            self.episode_rows.append({k: row[k] for k in EPISODE_FIELDS})
+            self.episode_csv.writerow(row)
+            self.recent_returns.append(row["return"])
+            step = row["env_steps"]
+            self.tb.add_scalar("episode/return", row["return"], step)
+            self.tb.add_scalar("episode/length", row["length"], step)
+            for key in ("epsilon",):
+                if key in ep:
+                    self.tb.add_scalar(f"explore/{key}", ep[key], step)
+        for metrics in reports["learner"]:
+            step = metrics["updates"]
+            for key, value in metrics.items():
+                if key not in ("updates", "env_steps"):
+                    self.tb.add_scalar(f"learner/{key}", value, step)
+        for result in reports["evals"]:
+            self.eval_history.append({k: result[k] for k in EVAL_FIELDS if k in result})
+            self.eval_csv.writerow(result)
+            self.tb.add_scalar("eval/return_mean", result["return_mean"], result["env_steps"])
+            self.log(
+                f"eval at {result['env_steps']} env steps / {result['updates']} updates: "
+                f"return {result['return_mean']:.1f} +- {result['return_std']:.1f}"
+            )
+        if self.trajs is not None:
+            self.trajs.extend(reports["trajs"])
+        self._update_progress(reports["counters"])
+        self.episode_file.flush()
+        self.eval_file.flush()
+
+    def _update_progress(self, counters: dict[str, int]) -> None:
+        now = time.monotonic()
+        t_mark, steps_mark, updates_mark = self.rate_mark
+        if now - t_mark >= 2.0:
+            self.rates = {
+                "env_steps_per_s": (counters["env_steps"] - steps_mark) / (now - t_mark),
+                "updates_per_s": (counters["updates"] - updates_mark) / (now - t_mark),
+            }
+            self.rate_mark = (now, counters["env_steps"], counters["updates"])
+            self.tb.add_scalar(
+                "speed/env_steps_per_s", self.rates["env_steps_per_s"], counters["env_steps"]
+            )
+            self.tb.add_scalar(
+                "speed/updates_per_s", self.rates["updates_per_s"], counters["env_steps"]
+            )
+        advance = (
+            counters["env_steps"] - self.counters["env_steps"]
+            if self.by_steps
+            else counters["episodes"] - self.counters["episodes"]
+        )
+        self.counters = dict(counters)
+        recent = float(np.mean(self.recent_returns)) if self.recent_returns else float("nan")
+        last_eval = self.eval_history[-1]["return_mean"] if self.eval_history else float("nan")
+        self.bar.set_postfix(
+            ep=counters["episodes"],
+            ret=f"{recent:.1f}",
+            eval=f"{last_eval:.1f}",
+            sps=f"{self.rates['env_steps_per_s']:.0f}",
+            ups=f"{self.rates['updates_per_s']:.0f}",
+            refresh=False,
+        )
+        self.bar.update(max(advance, 0))
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        path = self.task.results / "summary.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(summary, indent=2, default=float))
+        tmp.replace(path)
+        return path
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.trajs is not None:
+            self.trajs.close()
+        self.tb.close()
+        self.episode_file.close()
+        self.eval_file.close()
+        for handler in list(self.logger.handlers):
+            handler.close()
+            self.logger.removeHandler(handler)

@@ -1,0 +1,309 @@
+"""One run from a merged config: task directory, roles, the driver loop, the summary.
+
+Everything that can be checked is checked before any env or actor starts (config,
+checkpoint path, cluster address, resources). Ctrl-C asks every role to stop; the
+learner writes its final checkpoint, the summary is written, and the run exits 130.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from algos import get_algorithm
+from envs.registry import make_env
+from joyrl_ray import ray_cluster
+from joyrl_ray.checkpoint import checkpoint_path, load_checkpoint, resolve_task_dir
+from joyrl_ray.config import RunConfig
+from joyrl_ray.data_server import ReplaySpec, StopRule
+from joyrl_ray.figures import save_reward_figures
+from joyrl_ray.recorder import Recorder
+from joyrl_ray.runtimes import LocalRuntime, RayRuntime
+from joyrl_ray.task_dir import TaskDir, create_task_dir
+from joyrl_ray.video import record_video
+
+EXIT_OK, EXIT_INTERRUPTED = 0, 130
+POLL_S = 0.5
+
+
+@dataclass
+class RunResult:
+    task_dir: Path
+    exit_code: int
+    summary: dict[str, Any]
+
+
+class _Interrupt:
+    """Turns the first Ctrl-C into a stop request; a second one aborts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __enter__(self) -> _Interrupt:
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc: Any) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+
+def _load_start_checkpoint(cfg: RunConfig) -> tuple[dict[str, Any] | None, Path | None]:
+    general = cfg.general
+    if not (general.load_checkpoint or general.mode == "test"):
+        return None, None
+    source = resolve_task_dir(general.load_path, general.tasks_dir)
+    path = checkpoint_path(source, str(general.load_model_step))
+    state = load_checkpoint(path)
+    if state.get("algo_name") != general.algo_name:
+        from joyrl_ray.checkpoint import CheckpointError
+
+        raise CheckpointError(
+            f"{path} was written by algo {state.get('algo_name')!r}, but general_cfg.algo_name="
+            f"{general.algo_name!r}"
+        )
+    return state, source
+
+
+def _previous_history(source: Path | None) -> dict[str, Any]:
+    """Episode and eval rows of the run being resumed, so csv and summary continue."""
+    if source is None:
+        return {}
+    import csv
+
+    history: dict[str, Any] = {}
+    for key, name in (("episodes", "episodes.csv"), ("evals", "evals.csv")):
+        path = source / "results" / name
+        if path.is_file():
+            with path.open() as f:
+                history[key] = [
+                    {k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)
+                ]
+    return history
+
+
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _worker_cpus(cfg: RunConfig) -> float:
+    """Worker CPU request; by default an even share of what the learner leaves."""
+    general = cfg.general
+    if general.worker_num_cpus is not None:
+        return float(general.worker_num_cpus)
+    import ray
+
+    total = ray.cluster_resources().get("CPU", 1.0)
+    learner = general.learner_num_cpus if general.mode == "train" else 0.0
+    share = (total - learner) / general.n_workers
+    return max(min(1.0, round(share, 2)), 0.01)
+
+
+def run(cfg: RunConfig) -> RunResult:
+    general = cfg.general
+    started_at = time.time()
+    checkpoint, source = _load_start_checkpoint(cfg)
+    train = general.mode == "train"
+    spec = get_algorithm(general.algo_name)
+    resume = checkpoint if train else None
+
+    ray_mode = None
+    worker_cpus = 0.0
+    if general.mp_backend == "ray":
+        ray_mode = ray_cluster.connect(general.ray_address, num_cpus=general.ray_num_cpus)
+    try:
+        if ray_mode is not None:
+            worker_cpus = _worker_cpus(cfg)
+            requests = {
+                "CPU": general.n_workers * worker_cpus + (general.learner_num_cpus if train else 0)
+            }
+            if train and general.learner_num_gpus > 0:
+                requests["GPU"] = general.learner_num_gpus
+            ray_cluster.check_resources(requests)
+        task = create_task_dir(general.tasks_dir, general.mode, cfg.env.id, general.algo_name)
+        (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return _drive(
+            cfg, task, spec, started_at, resume, checkpoint, source, ray_mode, worker_cpus
+        )
+    finally:
+        if ray_mode is not None:
+            ray_cluster.disconnect(ray_mode)
+
+
+def _drive(
+    cfg: RunConfig,
+    task: TaskDir,
+    spec: Any,
+    started_at: float,
+    resume: dict[str, Any] | None,
+    checkpoint: dict[str, Any] | None,
+    source: Path | None,
+    ray_mode: str | None,
+    worker_cpus: float,
+) -> RunResult:
+    general = cfg.general
+    train = general.mode == "train"
+    counters = dict(resume["counters"]) if resume else None
+    off_policy = train and not spec.policy_cls.on_policy
+    server_kwargs = {
+        "stop_rule": StopRule(
+            max_env_steps=general.max_env_steps if train else -1,
+            max_episode=general.max_episode,
+            reward_threshold=general.reward_threshold if train else None,
+        ),
+        "replay": ReplaySpec.from_algo_cfg(cfg.algo) if off_policy else None,
+        "n_workers": general.n_workers,
+        "learner_lag_tolerance": general.learner_lag_tolerance,
+        "counters": counters,
+        "seed": general.seed or None,
+    }
+    learner_kwargs = None
+    if train:
+        learner_kwargs = {
+            "task_dir": str(task.root),
+            "started_at": started_at,
+            "checkpoint": resume,
+            "threads": max(1, int(general.learner_num_cpus)),
+        }
+    history = _previous_history(source) if resume else {}
+    recorder = Recorder(
+        task,
+        started_at=started_at,
+        total_env_steps=general.max_env_steps if train else -1,
+        total_episodes=general.max_episode,
+        progress=general.progress,
+        collect_traj=general.collect_traj,
+        counters=counters,
+        history=history,
+    )
+    recorder.log(f"task directory {task.root}; backend {general.mp_backend}; mode {general.mode}")
+    if ray_mode is None:
+        runtime: LocalRuntime | RayRuntime = LocalRuntime(cfg, server_kwargs, learner_kwargs)
+    else:
+        import ray
+
+        node = ray.get_runtime_context().get_node_id() if ray_mode != "attached" else None
+        runtime = RayRuntime(
+            cfg, server_kwargs, learner_kwargs, worker_num_cpus=worker_cpus, learner_node=node
+        )
+    test_policy = None
+    if not train:  # workers act with the checkpoint's weights
+        test_policy = _policy_from_checkpoint(cfg, spec, checkpoint)
+        server = runtime.data_server
+        server.call("publish_weights", server.share(test_policy.get_weights()), 1).result()
+
+    exit_code = EXIT_OK
+    with _Interrupt() as interrupt:
+        stop_sent = False
+        while True:
+            done = runtime.advance(POLL_S)
+            recorder.ingest(runtime.data_server.call("drain_reports").result())
+            if interrupt.requested and not stop_sent:
+                runtime.data_server.call("request_stop", "interrupted").result()
+                recorder.log("interrupted: stopping every role")
+                stop_sent = True
+                exit_code = EXIT_INTERRUPTED
+            if done:
+                break
+        roles = runtime.role_stats()
+        server_stats = runtime.data_server.call("stats").result()
+        recorder.ingest(runtime.data_server.call("drain_reports").result())
+    runtime.shutdown()
+
+    video = None
+    if test_policy is not None and cfg.env.render_mode is not None and exit_code == EXIT_OK:
+        video = record_video(cfg, test_policy, task, n_episodes=general.render_n_episodes)
+    summary = _summary(cfg, recorder, roles, server_stats, started_at, source)
+    if video is not None:
+        summary["video"] = str(video)
+    recorder.write_summary(summary)
+    if general.save_fig or general.show_fig:
+        save_reward_figures(
+            task, recorder.episode_rows, recorder.eval_history, show=general.show_fig
+        )
+    recorder.log(f"finished: {summary['stop_reason']}")
+    recorder.close()
+    return RunResult(task.root, exit_code, summary)
+
+
+def _policy_from_checkpoint(cfg: RunConfig, spec: Any, checkpoint: dict[str, Any] | None) -> Any:
+    env = make_env(cfg.env, max_episode_steps=cfg.general.max_step)
+    policy = spec.policy_cls(cfg.algo, env.observation_space, env.action_space, torch.device("cpu"))
+    env.close()
+    assert checkpoint is not None
+    policy.load_state_dict(checkpoint["policy"])
+    return policy
+
+
+def _summary(
+    cfg: RunConfig,
+    recorder: Recorder,
+    roles: dict[str, Any],
+    server: dict[str, Any],
+    started_at: float,
+    source: Path | None,
+) -> dict[str, Any]:
+    from joyrl_ray.evaluator import summarize_returns
+
+    general = cfg.general
+    counters = recorder.counters
+    workers = [w for w in roles.get("workers", []) if w]
+    episodes = recorder.episode_rows
+    summary: dict[str, Any] = {
+        "mode": general.mode,
+        "algo": general.algo_name,
+        "env_id": cfg.env.id,
+        "backend": general.mp_backend,
+        "n_workers": general.n_workers,
+        "env_steps": counters["env_steps"],
+        "episodes": counters["episodes"],
+        "updates": counters["updates"],
+        "wall_time_s": round(time.time() - started_at, 3),
+        "stop_reason": server["stop_reason"],
+        "resumed_from": str(source) if source is not None and general.mode == "train" else None,
+        "eval_history": recorder.eval_history,
+        "transitions_collected": sum(w["transitions_collected"] for w in workers),
+        "transitions_stored": server["transitions_stored"],
+        "transitions_dropped": server["transitions_dropped"],
+        "weights_versions": server["weights_versions"],
+        "time_s": {
+            "workers_busy": round(sum(w["busy_s"] for w in workers), 3),
+            "workers_wait": round(sum(w["wait_s"] for w in workers), 3),
+            "learner_busy": roles.get("learner", {}).get("busy_s", 0.0),
+            "learner_wait": roles.get("learner", {}).get("wait_s", 0.0),
+            "learner_eval": roles.get("learner", {}).get("eval_s", 0.0),
+            "data_server_busy": server["busy_s"],
+        },
+        "roles": roles,
+    }
+    if "learner" in roles:
+        summary["device"] = roles["learner"]["device"]
+    if general.mode == "test":
+        summary.update(
+            summarize_returns([e["return"] for e in episodes], [e["length"] for e in episodes])
+        )
+        summary["episode_lengths"] = [e["length"] for e in episodes]
+    if recorder.trajs is not None:
+        summary["trajectories"] = recorder.trajs.total
+    threshold = general.reward_threshold
+    summary["solved"] = bool(
+        threshold is not None
+        and recorder.eval_history
+        and max(e["return_mean"] for e in recorder.eval_history) >= threshold
+    )
+    return summary

@@ -1,0 +1,27 @@
+"""joyrl-ray command line: ``python main.py [--yaml FILE] [section.key=value ...]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="main.py",
+        description="Train or test an RL agent; config = python defaults < --yaml < key=value.",
+    )
+    parser.add_argument("--yaml", help="yaml file with general_cfg / algo_cfg / env_cfg sections")
+    parser.add_argument("overrides", nargs="*", help="section.key=value, e.g. general_cfg.seed=1")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from joyrl_ray.cli import run_from_cli
+
+    return run_from_cli(args.yaml, args.overrides)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
