@@ -1,0 +1,43 @@
+"""Shared fixtures: one Ray per test session, runs in temporary task folders."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from joyrl_ray.config import RunConfig, load_config  # noqa: E402
+
+
+def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> RunConfig:
+    """A run config writing under ``tmp_path``, quiet, with the given overrides on top."""
+    base = [f"general_cfg.tasks_dir={tmp_path}", "general_cfg.progress=false"]
+    return RunConfig.from_omegaconf(load_config(yaml_path, base + list(overrides)))
+
+
+def run_main(*args: str, cwd: Path = ROOT, timeout: float = 600, **popen: object):
+    """Run ``python main.py ARGS`` as a user would; returns the CompletedProcess."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, **popen,
+    )
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray shared by every test that needs one (runs borrow it and leave it up)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    yield ray
+    ray.shutdown()
