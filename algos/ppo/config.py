@@ -1,0 +1,44 @@
+"""PPO defaults: clipped surrogate, GAE(lambda), minibatch epochs over each rollout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from algos.base_config import OnPolicyConfig
+from algos.networks import LayerConfig, mlp_layers
+
+LR_SCHEDULES = ("constant", "linear")
+
+
+@dataclass
+class PPOConfig(OnPolicyConfig):
+    actor_layers: list[LayerConfig] = field(
+        default_factory=lambda: mlp_layers(64, 64, activation="tanh")
+    )  # policy net; its head (logits or Gaussian mean) is added on top
+    critic_layers: list[LayerConfig] = field(
+        default_factory=lambda: mlp_layers(64, 64, activation="tanh")
+    )  # value net; a 1-unit head is added on top
+    gae_lambda: float = 0.95  # GAE(lambda): 1 is Monte Carlo, 0 is one-step TD
+    clip_eps: float = 0.2  # surrogate clip: ratio kept in [1 - eps, 1 + eps]
+    value_clip: float | None = None  # clip new values to old +- this; null: plain MSE
+    vf_coef: float = 0.5  # weight of the value loss
+    ent_coef: float = 0.0  # weight of the entropy bonus
+    n_epochs: int = 10  # passes over each rollout
+    n_minibatches: int = 4  # minibatches per epoch (used when minibatch_size is 0)
+    minibatch_size: int = 0  # transitions per minibatch; 0: rollout size / n_minibatches
+    normalize_advantages: bool = True  # per-minibatch zero mean, unit std
+    max_grad_norm: float | None = 0.5  # gradient-norm clipping; null turns it off
+    target_kl: float | None = None  # stop an iteration's epochs once approx KL exceeds this
+    lr: float = 3e-4  # Adam learning rate of the actor (and of the critic unless critic_lr)
+    critic_lr: float | None = None  # Adam learning rate of the critic; null: same as lr
+    adam_eps: float = 1e-5  # Adam epsilon
+    lr_schedule: str = "constant"  # constant, or linear decay to lr_end_factor * lr
+    lr_end_factor: float = 0.0  # linear schedule: final lr as a fraction of the initial one
+    lr_decay_steps: int = 0  # linear schedule: transitions learned over which lr decays
+    reward_scaling: bool = False  # divide rewards by a running std of discounted returns
+    reward_clip: float | None = 10.0  # with reward_scaling: clip scaled rewards to +- this
+    ortho_init: bool = True  # orthogonal init (hidden gain sqrt 2, policy head 0.01, value 1)
+    state_dependent_std: bool = False  # Gaussian: log-std from the actor net, not a parameter
+    log_std_init: float = 0.0  # Gaussian: initial log-std (parameter or head bias)
+    log_std_min: float = -5.0  # Gaussian: lower clamp of log-std
+    log_std_max: float = 2.0  # Gaussian: upper clamp of log-std

@@ -1,0 +1,31 @@
+"""DQN learns CartPole in one process with a fixed seed and a bounded budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from joyrl_ray.runner import run
+from tests.conftest import ROOT, make_cfg
+
+CARTPOLE_DQN = str(ROOT / "configs" / "cartpole_dqn.yaml")
+
+
+def test_dqn_improves_quickly(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=1",
+                   "general_cfg.max_env_steps=12000", "general_cfg.reward_threshold=150",
+                   yaml_path=CARTPOLE_DQN)
+    result = run(cfg)
+    best = max(e["return_mean"] for e in result.summary["eval_history"])
+    assert best >= 150, result.summary["eval_history"]
+
+
+@pytest.mark.slow
+def test_dqn_solves_cartpole(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=1",
+                   "general_cfg.max_env_steps=60000", "general_cfg.reward_threshold=475",
+                   yaml_path=CARTPOLE_DQN)
+    result = run(cfg)
+    assert result.summary["solved"], result.summary["eval_history"]
+    assert result.summary["stop_reason"] == "reward_threshold"
