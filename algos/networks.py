@@ -44,6 +44,11 @@ def mlp_layers(*dims: int, activation: str = "relu") -> list[LayerConfig]:
     return [LayerConfig("linear", [d], activation) for d in dims]
 
 
+def layers_field(*dims: int, activation: str = "relu") -> Any:
+    """A dataclass field defaulting to an MLP: ``value_layers: list[LayerConfig] = layers_field(256)``."""
+    return field(default_factory=lambda: mlp_layers(*dims, activation=activation))
+
+
 def _field(layer: Any, name: str) -> Any:
     return layer[name] if isinstance(layer, dict) else getattr(layer, name)
 

@@ -24,9 +24,7 @@ class GeneralConfig:
     n_learners: int = 1  # Learner actors (only 1 for now)
     ray_address: str | None = None  # null: start a local Ray; auto, host:port, ray://host:port
     ray_num_cpus: int | None = None  # CPUs for a local Ray (null: all of this machine's)
-    worker_num_cpus: float | None = (
-        None  # CPU request per Worker (null: share what the learner leaves)
-    )
+    worker_num_cpus: float | None = None  # CPUs per Worker (null: share what the learner leaves)
     learner_num_cpus: float = 1.0  # CPU request per Learner actor
     learner_num_gpus: float = 0.0  # GPU request per Learner actor (set 1 to get a GPU on a cluster)
     max_restarts: int = 3  # times Ray restarts a dead actor
@@ -39,7 +37,7 @@ class GeneralConfig:
     seed: int = 0  # 0: unseeded
     online_eval: bool = True  # evaluate every model_save_fre updates on a separate env
     online_eval_episode: int = 10  # episodes per online evaluation
-    model_save_fre: int = 500  # updates between checkpoints (and online evaluations)
+    model_save_fre: int = 1000  # updates between checkpoints (and online evaluations)
     keep_checkpoints: int = 5  # numbered checkpoints kept in models/ (best and last always)
     save_best_model: bool | None = True  # keep models/best.pt (needs online_eval)
     reward_threshold: float | None = None  # stop once an online evaluation averages this

@@ -3,6 +3,15 @@
 ``ray_address: null`` starts a local Ray that the run owns and shuts down. Any other
 address attaches: the project code travels as the job's ``runtime_env`` working_dir,
 and on exit the run only disconnects, leaving the cluster and its other jobs running.
+
+Before attaching, the address is probed with one short gRPC call (a GCS ``GetClusterId``
+for ``host:port`` / ``auto``, a Ray Client ``PING`` for ``ray://host:port``), so that a
+wrong address, a wrong kind of port or a missing auth token fails in seconds with one
+line instead of Ray's own minute of retries. Ray >= 2.52 clusters started with
+``ray start --head`` use token authentication whenever the head has a token; Ray itself
+only sends the token to an explicit address when ``RAY_AUTH_MODE=token`` is set, so when
+the cluster asks for a token and this machine has one (``RAY_AUTH_TOKEN``,
+``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), token mode is turned on for this process.
 """
 
 from __future__ import annotations
@@ -10,16 +19,19 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 UPLOAD_EXCLUDES = [
     "tasks/",
+    "outputs/",
     ".git/",
     "**/__pycache__/",
     ".pytest_cache/",
     ".ruff_cache/",
+    ".benchmarks/",
     "*.pt",
     "*.pkl",
     "*.gif",
@@ -28,11 +40,27 @@ UPLOAD_EXCLUDES = [
     ".whl/",
     ".gl/",
 ]
-CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the gRPC probe: worst case ~10 s
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+TOKEN_HELP = (
+    "copy the head node's token (`ray get-auth-token` on the head) to ~/.ray/auth_token "
+    "here, or export RAY_AUTH_TOKEN=<token> or RAY_AUTH_TOKEN_PATH=<file>"
+)
 
 
 class ClusterError(RuntimeError):
     """The cluster cannot be reached or cannot hold the run; the message says which."""
+
+
+@dataclass
+class _Session:
+    """What :func:`connect` changed in this process, undone by :func:`disconnect`."""
+
+    auth_mode_before: str | None = None
+    auth_mode_set: bool = False
+
+
+_SESSION = _Session()
 
 
 def _tcp_reachable(host: str, port: int, timeout: float) -> bool:
@@ -43,21 +71,203 @@ def _tcp_reachable(host: str, port: int, timeout: float) -> bool:
         return False
 
 
-def _check_address(address: str) -> None:
-    if address == "auto":
-        return
+def _split(address: str) -> tuple[str, int]:
+    """``host:port`` (an optional ``ray://`` stripped) as (host, port); ClusterError if not."""
     hostport = address.removeprefix("ray://")
     host, sep, port = hostport.rpartition(":")
-    if not sep or not port.isdigit():
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or "/" in hostport:
         raise ClusterError(
-            f"general_cfg.ray_address={address!r} is not allowed; allowed: null, auto, "
-            "host:port or ray://host:port"
+            f"general_cfg.ray_address={address!r} is not allowed; allowed: null (local Ray), "
+            "auto, host:port (the head's GCS port, 6379 by default) or ray://host:port "
+            "(the head's Ray Client port, 10001 by default)"
         )
-    if not _tcp_reachable(host, int(port), CONNECT_TIMEOUT_S):
+    return host, int(port)
+
+
+def _resolve_auto(address: str) -> str:
+    """The GCS address ``auto`` stands for (RAY_ADDRESS, or the last `ray start` here)."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        resolved = canonicalize_bootstrap_address("auto")
+    except Exception as exc:  # e.g. several clusters found on this machine
         raise ClusterError(
-            f"general_cfg.ray_address={address!r}: no Ray cluster answers at {host}:{port} "
-            "(start one with `ray start --head`, or use ray_address=null for a local Ray)"
+            f"general_cfg.ray_address={address!r}: {str(exc).splitlines()[0]}"
+        ) from None
+    if not resolved:
+        raise ClusterError(
+            f"general_cfg.ray_address={address!r}: no running Ray cluster found on this machine "
+            "(start one with `ray start --head`, give host:port, or use ray_address=null for a "
+            "local Ray)"
         )
+    return resolved
+
+
+# ----- token authentication -----
+def _token_available() -> bool:
+    try:
+        from ray._raylet import AuthenticationTokenLoader
+
+        loader = AuthenticationTokenLoader.instance()
+        loader.reset_cache()
+        return bool(loader.has_token(ignore_auth_mode=True))
+    except ImportError:  # Ray without token authentication
+        return False
+    except Exception as exc:  # RAY_AUTH_TOKEN_PATH names an unreadable or empty file
+        raise ClusterError(f"Ray auth token: {str(exc).split('. ')[0]}") from None
+
+
+def _token_metadata() -> tuple[tuple[str, str], ...]:
+    from ray._raylet import AuthenticationTokenLoader
+
+    token = AuthenticationTokenLoader.instance().get_raw_token(ignore_auth_mode=True)
+    return (("authorization", f"Bearer {token}"),)
+
+
+def _set_auth_mode(mode: str) -> None:
+    """Set RAY_AUTH_MODE for this process (and what it spawns) and refresh Ray's config."""
+    if not _SESSION.auth_mode_set:
+        _SESSION.auth_mode_before = os.environ.get(AUTH_MODE_ENV)
+        _SESSION.auth_mode_set = True
+    os.environ[AUTH_MODE_ENV] = mode
+    from ray._raylet import Config
+
+    Config.initialize("")
+
+
+def _restore_auth_mode() -> None:
+    if not _SESSION.auth_mode_set:
+        return
+    if _SESSION.auth_mode_before is None:
+        os.environ.pop(AUTH_MODE_ENV, None)
+    else:
+        os.environ[AUTH_MODE_ENV] = _SESSION.auth_mode_before
+    _SESSION.auth_mode_set = False
+    try:
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except ImportError:
+        pass
+
+
+# ----- probing -----
+def _probe(hostport: str, client: bool, metadata: tuple[tuple[str, str], ...]) -> Any:
+    """One gRPC call with a deadline: None when it answered, else the grpc status code."""
+    import grpc
+
+    channel = grpc.insecure_channel(hostport)
+    try:
+        if client:
+            from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
+
+            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(
+                ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING),
+                timeout=CONNECT_TIMEOUT_S,
+                metadata=metadata,
+            )
+        else:
+            from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
+                gcs_service_pb2.GetClusterIdRequest(),
+                timeout=CONNECT_TIMEOUT_S,
+                metadata=metadata,
+            )
+        return None
+    except grpc.RpcError as exc:
+        return exc.code()
+    finally:
+        channel.close()
+
+
+def _check_cluster(address: str, hostport: str, client: bool) -> None:
+    """Fail with one line unless a Ray GCS / Ray Client server answers and accepts us."""
+    import grpc
+
+    host, port = _split(hostport)
+    what = "Ray Client server" if client else "Ray cluster (GCS)"
+    start_hint = (
+        "`ray start --head` serves Ray Client on port 10001 (--ray-client-server-port); "
+        "or use ray_address=host:port with the GCS port"
+        if client
+        else "start one with `ray start --head --port=6379`, or use ray_address=null for a "
+        "local Ray"
+    )
+    if not _tcp_reachable(host, port, CONNECT_TIMEOUT_S):
+        raise ClusterError(
+            f"general_cfg.ray_address={address!r}: no {what} answers at {host}:{port} "
+            f"({start_hint})"
+        )
+    mode = os.environ.get(AUTH_MODE_ENV, "").lower()
+    token_mode = mode == "token"
+    if token_mode and not _token_available():
+        raise ClusterError(
+            f"general_cfg.ray_address={address!r}: RAY_AUTH_MODE=token but no Ray auth token "
+            f"was found; {TOKEN_HELP}"
+        )
+    code = _probe(hostport, client, _token_metadata() if token_mode else ())
+    if code == grpc.StatusCode.UNAUTHENTICATED and not mode:
+        # The cluster wants a token and the user left the mode to us: use ours if we have one.
+        if not _token_available():
+            raise ClusterError(
+                f"general_cfg.ray_address={address!r}: the cluster requires a Ray auth token "
+                f"and none was found on this machine; {TOKEN_HELP}"
+            )
+        code = _probe(hostport, client, _token_metadata())
+        if code is None:
+            _set_auth_mode("token")
+            return
+        token_mode = True
+    if code is None:
+        return
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        detail = (
+            "rejected this machine's Ray auth token (it must be the head node's token)"
+            if token_mode
+            else "requires a Ray auth token but RAY_AUTH_MODE is not 'token'"
+        )
+        raise ClusterError(
+            f"general_cfg.ray_address={address!r}: the cluster {detail}; {TOKEN_HELP}"
+        )
+    if code == grpc.StatusCode.UNIMPLEMENTED:  # a gRPC server, but not the one asked for
+        metadata = _token_metadata() if _token_available() else ()
+        other_answers = _probe(hostport, not client, metadata) in (
+            None,
+            grpc.StatusCode.UNAUTHENTICATED,
+        )
+        if client:
+            detail = (
+                "is a Ray GCS port, not a Ray Client server: use ray_address=host:port without "
+                "ray://, or ray://host:10001 (the head's --ray-client-server-port)"
+                if other_answers
+                else "is not a Ray Client server (the head serves one on port 10001)"
+            )
+        else:
+            detail = (
+                "is a Ray Client port, not a Ray GCS port: use ray_address=ray://host:port, or "
+                "the GCS port (6379 by default)"
+                if other_answers
+                else "is not a Ray GCS port (6379 by default)"
+            )
+        raise ClusterError(f"general_cfg.ray_address={address!r}: {host}:{port} {detail}")
+    raise ClusterError(
+        f"general_cfg.ray_address={address!r}: no {what} answers at {host}:{port} "
+        f"(gRPC {getattr(code, 'name', code)}; {start_hint})"
+    )
+
+
+def check_address(address: str) -> str:
+    """Validate and probe ``address``; returns the address to hand to ``ray.init``."""
+    if address == "auto":
+        hostport = _resolve_auto(address)
+        _check_cluster(address, hostport, client=False)
+        return hostport
+    client = address.startswith("ray://")
+    _split(address)  # raises the "allowed" message for anything else (http://..., no port)
+    _check_cluster(address, address.removeprefix("ray://"), client=client)
+    return address
 
 
 def connect(address: str | None, *, num_cpus: int | None = None) -> str:
@@ -69,19 +279,22 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
         return "borrowed"
     common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
     if address is None:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, **common)
+        # "local" starts a new Ray even when RAY_ADDRESS is set in the environment.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
         return "owned"
-    _check_address(address)
+    try:
+        target = check_address(address)
+    except ClusterError:
+        _restore_auth_mode()
+        raise
     runtime_env = {"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES}
     try:
-        ray.init(address=address, runtime_env=runtime_env, **common)
-    except ConnectionError as exc:
-        raise ClusterError(f"general_cfg.ray_address={address!r}: {exc}".splitlines()[0]) from None
-    except Exception as exc:  # auth failures and version mismatches come as various types
+        ray.init(address=target, runtime_env=runtime_env, **common)
+    except Exception as exc:  # version mismatches, runtime_env upload failures, ...
+        _restore_auth_mode()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ClusterError(
-            f"general_cfg.ray_address={address!r}: cannot attach ({type(exc).__name__}: {exc})".splitlines()[
-                0
-            ]
+            f"general_cfg.ray_address={address!r}: cannot attach ({type(exc).__name__}: {first})"
         ) from None
     return "attached"
 
@@ -92,6 +305,8 @@ def disconnect(how: str) -> None:
 
     if how in ("owned", "attached") and ray.is_initialized():
         ray.shutdown()
+    if how == "attached":
+        _restore_auth_mode()
 
 
 def check_resources(requests: dict[str, float]) -> None:

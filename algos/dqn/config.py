@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from algos.base_config import OffPolicyConfig
-from algos.networks import LayerConfig, mlp_layers
+from algos.networks import LayerConfig, layers_field
 
 LOSSES = ("huber", "mse")
 
 
 @dataclass
 class DQNConfig(OffPolicyConfig):
-    value_layers: list[LayerConfig] = field(default_factory=lambda: mlp_layers(256, 256))
+    value_layers: list[LayerConfig] = layers_field(256, 256)  # hidden layers of the Q network
     lr: float = 1e-3  # Adam learning rate
-    epsilon_start: float = 0.95  # epsilon = end + (start - end) * exp(-env_steps / decay)
-    epsilon_end: float = 0.01
-    epsilon_decay: float = 500.0  # in env steps
-    target_update: int = 4  # updates between target-network syncs
+    updates_per_step: float = 0.5  # update-to-data ratio: gradient updates per env step
+    epsilon_start: float = 1.0  # epsilon = end + (start - end) * exp(-env_steps / decay)
+    epsilon_end: float = 0.02  # exploration floor
+    epsilon_decay: float = 5000.0  # in env steps (global, over all workers)
+    target_update: int = 100  # updates between target-network syncs
     tau: float = 1.0  # target sync: 1.0 copies, < 1 averages (Polyak)
     loss: str = "huber"  # huber or mse
     max_grad_norm: float | None = 10.0  # gradient-norm clipping; null turns it off

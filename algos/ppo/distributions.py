@@ -104,7 +104,9 @@ class Actor(nn.Module):
         self.kind, self.nvec, self.action_shape = _describe(action_space)
         self.state_dependent_std = self.kind == "gaussian" and bool(cfg.state_dependent_std)
         n_out = sum(self.nvec)
-        self.net = build_network(cfg.actor_layers, obs_shape, n_out * (2 if self.state_dependent_std else 1))
+        self.net = build_network(
+            cfg.actor_layers, obs_shape, n_out * (2 if self.state_dependent_std else 1)
+        )
         if cfg.ortho_init:
             init_orthogonal(self.net, head_gain=0.01)
         self.log_std_min, self.log_std_max = float(cfg.log_std_min), float(cfg.log_std_max)

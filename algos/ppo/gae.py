@@ -23,7 +23,7 @@ def compute_gae(
     """Advantages and value targets (returns), both ``[T, N]`` like the inputs.
 
     ``delta_t = r_t + gamma * V(next_obs_t) * (1 - terminated_t) - V(obs_t)`` and
-    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}`` with ``done = terminated | truncated``.
+    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``, ``done = terminated | truncated``.
     """
     rewards = np.asarray(rewards, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)

@@ -1,0 +1,82 @@
+"""Pieces shared by the continuous-control actor-critics (SAC, TD3).
+
+Actions are stored in env units (what the env received, so trajectories read naturally);
+networks work in normalised units ``[-1, 1]`` per dimension, mapped to the Box bounds by
+:class:`BoxScaler`. Critics take ``concat(obs, normalised action)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from algos.base import to_tensor
+from algos.networks import build_network
+
+
+def check_spaces(obs_space: gym.Space, action_space: gym.Space, algo: str) -> None:
+    """Flat Box observations and a bounded Box action space, or a ValueError saying why not."""
+    if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+        raise ValueError(f"{algo} needs a 1-D Box action space, got {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise ValueError(f"{algo} needs finite action bounds, got {action_space}")
+    if len(obs_space.shape or ()) != 1:
+        raise ValueError(f"{algo} needs flat (1-D) observations, got {obs_space}")
+
+
+class BoxScaler:
+    """Normalised ``[-1, 1]`` actions to the Box bounds and back."""
+
+    def __init__(self, space: gym.spaces.Box) -> None:
+        low, high = space.low.astype(np.float32), space.high.astype(np.float32)
+        self.low, self.high = low, high
+        self.center, self.half = (high + low) / 2.0, (high - low) / 2.0
+        self.dim = int(low.shape[0])
+
+    def to_env(self, normalised: np.ndarray) -> np.ndarray:
+        return np.clip(self.center + self.half * normalised, self.low, self.high).astype(np.float32)
+
+    def to_normalised(self, actions: torch.Tensor) -> torch.Tensor:
+        center = torch.as_tensor(self.center, device=actions.device)
+        half = torch.as_tensor(self.half, device=actions.device)
+        return ((actions - center) / half).clamp(-1.0, 1.0)
+
+    def uniform(self, rng: np.random.Generator, rows: int) -> np.ndarray:
+        return rng.uniform(self.low, self.high, size=(rows, self.dim)).astype(np.float32)
+
+
+class TwinQ(nn.Module):
+    """Two independent Q(obs, action) networks; clipped double Q uses their minimum."""
+
+    def __init__(self, layers: Sequence[Any], obs_dim: int, action_dim: int) -> None:
+        super().__init__()
+        self.q1 = build_network(layers, (obs_dim + action_dim,), 1)
+        self.q2 = build_network(layers, (obs_dim + action_dim,), 1)
+
+    def forward(
+        self, obs: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat([obs.float(), actions], dim=-1)
+        return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
+
+
+def clip_grads(module: nn.Module, max_norm: float | None) -> float:
+    """Clip ``module``'s gradient norm when ``max_norm`` is set; returns the unclipped norm."""
+    if not max_norm:
+        return 0.0
+    return float(nn.utils.clip_grad_norm_(module.parameters(), max_norm))
+
+
+def off_policy_columns(
+    batch: dict[str, np.ndarray], device: torch.device
+) -> dict[str, torch.Tensor]:
+    """The replay columns every continuous actor-critic reads, as float tensors."""
+    return {
+        key: to_tensor(batch[key], device, torch.float32)
+        for key in ("obs", "actions", "rewards", "next_obs", "discounts", "weights")
+    }

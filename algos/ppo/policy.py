@@ -1,0 +1,244 @@
+"""PPO: clipped-surrogate policy gradient with a learned value baseline.
+
+``learn`` gets one concatenated rollout ``[T, N, ...]`` (N = workers x envs) per call. Values
+of ``obs`` and of the true ``next_obs`` come from the critic before the update, so a
+truncated step is bootstrapped from its final state; GAE is cut at every episode end. The
+old log-probabilities are the ones the workers stored when they sampled the actions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.networks import build_network
+from algos.ppo.distributions import Actor, init_orthogonal
+from algos.ppo.gae import compute_gae
+from algos.ppo.scaling import RewardScaler
+
+
+class PPOPolicy(Policy):
+    """Stochastic actor (Categorical, MultiCategorical or Gaussian) and a state-value critic."""
+
+    on_policy = True
+
+    def __init__(
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+    ) -> None:
+        super().__init__(cfg, obs_space, action_space, device)
+        obs_shape = tuple(obs_space.shape)
+        self.actor = Actor(cfg, obs_shape, action_space).to(device)
+        self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(device)
+        if cfg.ortho_init:
+            init_orthogonal(self.critic, head_gain=1.0)
+        critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr
+        self.optimizer = torch.optim.Adam(
+            [
+                {"params": self.actor.parameters(), "lr": cfg.lr, "base_lr": cfg.lr},
+                {"params": self.critic.parameters(), "lr": critic_lr, "base_lr": critic_lr},
+            ],
+            eps=cfg.adam_eps,
+        )
+        self.reward_scaler = (
+            RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
+        )
+        self.transitions_learned = 0
+
+    # ----- acting -----
+    def acting_modules(self) -> dict[str, nn.Module]:
+        return {"actor": self.actor}
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
+        dist = self.actor(to_tensor(obs, self.device))
+        flat = dist.sample(self.rng) if explore else dist.mode()
+        log_prob = dist.log_prob(torch.as_tensor(flat, device=self.device))
+        actions = flat.reshape(len(flat), *self.actor.action_shape)
+        return actions, {"log_prob": log_prob.cpu().numpy().astype(np.float32)}
+
+    def env_action(self, actions: np.ndarray) -> np.ndarray:
+        """Gaussian samples are stored raw (for their log-prob) and clipped for the env."""
+        if isinstance(self.action_space, gym.spaces.Box):
+            return np.clip(actions, self.action_space.low, self.action_space.high)
+        return actions
+
+    def exploration_stats(self, env_steps: int) -> dict[str, float]:
+        if self.actor.kind == "gaussian" and not self.actor.state_dependent_std:
+            return {"action_std": float(self.actor.log_std.detach().exp().mean())}
+        return {}
+
+    # ----- learning -----
+    def _flat_actions(self, actions: np.ndarray, rows: int) -> torch.Tensor:
+        if self.actor.kind == "discrete":
+            return to_tensor(actions.reshape(rows), self.device, torch.int64)
+        dtype = torch.int64 if self.actor.kind == "multi_discrete" else torch.float32
+        return to_tensor(actions.reshape(rows, -1), self.device, dtype)
+
+    @torch.no_grad()
+    def _values(self, obs: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+        return torch.cat([self.critic(part).squeeze(-1) for part in obs.split(chunk)])
+
+    def _advantages(self, batch: Batch, values: np.ndarray, next_values: np.ndarray) -> Any:
+        rewards = np.asarray(batch["rewards"], dtype=np.float32)
+        terminated = np.asarray(batch["terminated"], dtype=bool)
+        truncated = np.asarray(batch["truncated"], dtype=bool)
+        if self.reward_scaler is not None:
+            rewards = self.reward_scaler(rewards, terminated | truncated)
+        cfg = self.cfg
+        return compute_gae(
+            rewards, values, next_values, terminated, truncated, self.gamma, cfg.gae_lambda
+        )
+
+    def _update_lr(self) -> float:
+        cfg = self.cfg
+        factor = 1.0
+        if cfg.lr_schedule == "linear" and cfg.lr_decay_steps > 0:
+            progress = min(self.transitions_learned / cfg.lr_decay_steps, 1.0)
+            factor = 1.0 - progress * (1.0 - cfg.lr_end_factor)
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["base_lr"] * factor
+        return self.optimizer.param_groups[0]["lr"]
+
+    def _minibatch_size(self, rows: int) -> int:
+        size = self.cfg.minibatch_size or rows // max(int(self.cfg.n_minibatches), 1)
+        return int(min(max(size, 1), rows))
+
+    def learn(self, batch: Batch) -> LearnResult:
+        cfg, device = self.cfg, self.device
+        steps, envs = np.shape(batch["rewards"])[:2]
+        rows = steps * envs
+        obs = to_tensor(batch["obs"], device).flatten(0, 1)
+        next_obs = to_tensor(batch["next_obs"], device).flatten(0, 1)
+        values = self._values(obs)
+        next_values = self._values(next_obs)
+        advantages, returns = self._advantages(
+            batch,
+            values.cpu().numpy().reshape(steps, envs),
+            next_values.cpu().numpy().reshape(steps, envs),
+        )
+        advantages = to_tensor(advantages.reshape(rows), device)
+        returns = to_tensor(returns.reshape(rows), device)
+        actions = self._flat_actions(np.asarray(batch["actions"]), rows)
+        old_log_prob = to_tensor(np.asarray(batch["log_prob"]).reshape(rows), device, torch.float32)
+        self.transitions_learned += rows
+        lr = self._update_lr()
+
+        size = self._minibatch_size(rows)
+        sums: dict[str, float] = {}
+        n_updates = 0
+        stop = False
+        for _ in range(int(cfg.n_epochs)):
+            order = torch.as_tensor(self.rng.permutation(rows), device=device)
+            for start in range(0, rows - size + 1, size):
+                idx = order[start : start + size]
+                stats = self._minibatch_step(
+                    obs[idx],
+                    actions[idx],
+                    old_log_prob[idx],
+                    advantages[idx],
+                    returns[idx],
+                    values[idx],
+                )
+                for key, value in stats.items():
+                    sums[key] = sums.get(key, 0.0) + value
+                n_updates += 1
+                if cfg.target_kl is not None and stats["approx_kl"] > 1.5 * cfg.target_kl:
+                    stop = True
+                    break
+            if stop:
+                break
+        self.updates += 1
+
+        metrics = {k: v / max(n_updates, 1) for k, v in sums.items()}
+        var_returns = float(returns.var())
+        metrics.update(
+            lr=float(lr),
+            minibatch_updates=float(n_updates),
+            value_mean=float(values.mean()),
+            explained_variance=(
+                1.0 - float((returns - values).var()) / var_returns if var_returns > 0 else 0.0
+            ),
+        )
+        metrics.update(self.exploration_stats(0))
+        return LearnResult(metrics=metrics)
+
+    def _minibatch_step(
+        self,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        old_log_prob: torch.Tensor,
+        advantages: torch.Tensor,
+        returns: torch.Tensor,
+        old_values: torch.Tensor,
+    ) -> dict[str, float]:
+        cfg = self.cfg
+        if cfg.normalize_advantages and len(advantages) > 1:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        dist = self.actor(obs)
+        log_prob = dist.log_prob(actions)
+        log_ratio = log_prob - old_log_prob
+        ratio = log_ratio.exp()
+        surrogate = torch.min(
+            ratio * advantages,
+            ratio.clamp(1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * advantages,
+        )
+        policy_loss = -surrogate.mean()
+        entropy = dist.entropy().mean()
+
+        new_values = self.critic(obs).squeeze(-1)
+        if cfg.value_clip is not None:
+            clipped = old_values + (new_values - old_values).clamp(-cfg.value_clip, cfg.value_clip)
+            value_loss = (
+                0.5 * torch.max((new_values - returns).pow(2), (clipped - returns).pow(2)).mean()
+            )
+        else:
+            value_loss = 0.5 * F.mse_loss(new_values, returns)
+        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.zeros(())
+        if cfg.max_grad_norm:
+            params = [p for group in self.optimizer.param_groups for p in group["params"]]
+            grad_norm = nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        self.optimizer.step()
+        with torch.no_grad():
+            approx_kl = float(((ratio - 1.0) - log_ratio).mean())  # k3 estimator, >= 0
+            clip_frac = float(((ratio - 1.0).abs() > cfg.clip_eps).float().mean())
+        return {
+            "loss": float(loss.detach()),
+            "policy_loss": float(policy_loss.detach()),
+            "value_loss": float(value_loss.detach()),
+            "entropy": float(entropy.detach()),
+            "approx_kl": approx_kl,
+            "clip_frac": clip_frac,
+            "grad_norm": float(grad_norm),
+        }
+
+    # ----- state -----
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "updates": self.updates,
+            "transitions_learned": self.transitions_learned,
+            "reward_scaler": (
+                self.reward_scaler.stats.state_dict() if self.reward_scaler is not None else None
+            ),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])
+        self.transitions_learned = int(state.get("transitions_learned", 0))
+        if self.reward_scaler is not None and state.get("reward_scaler"):
+            self.reward_scaler.stats.load_state_dict(state["reward_scaler"])

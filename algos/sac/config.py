@@ -1,0 +1,31 @@
+"""SAC defaults: twin soft Q critics, tanh-squashed Gaussian actor, learned temperature."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from algos.base_config import OffPolicyConfig
+from algos.networks import LayerConfig, mlp_layers
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    actor_layers: list[LayerConfig] = field(
+        default_factory=lambda: mlp_layers(256, 256)
+    )  # actor trunk; a mean and log-std head (2 x action dim) is added on top
+    critic_layers: list[LayerConfig] = field(
+        default_factory=lambda: mlp_layers(256, 256)
+    )  # each of the twin Q nets on concat(obs, action); a 1-unit head is added
+    batch_size: int = 256  # transitions per update
+    actor_lr: float = 3e-4  # Adam learning rate of the actor
+    critic_lr: float = 3e-4  # Adam learning rate of the twin critics
+    alpha_lr: float = 3e-4  # Adam learning rate of log(alpha)
+    tau: float = 0.005  # Polyak factor of the target critics
+    target_update: int = 1  # updates between target-critic soft updates
+    alpha: float = 0.2  # entropy temperature (the start value when auto_alpha)
+    auto_alpha: bool = True  # tune alpha so the policy entropy tracks target_entropy
+    target_entropy: float | None = None  # null: -(action dimensions)
+    log_std_min: float = -20.0  # lower clamp of the actor's log-std
+    log_std_max: float = 2.0  # upper clamp of the actor's log-std
+    random_steps: int = 1_000  # env steps acting uniformly at random before using the actor
+    max_grad_norm: float | None = None  # gradient-norm clipping per network; null: off

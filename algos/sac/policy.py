@@ -1,0 +1,177 @@
+"""SAC: maximum-entropy actor-critic with twin critics and automatic temperature tuning.
+
+Targets use the worker's n-step folding: ``y = rewards + discounts * (min Q'(s', a') -
+alpha * log pi(a'|s'))`` with ``a' ~ pi(.|s')``. Critic losses are weighted per sample by
+``weights`` (PER importance sampling; ones otherwise) and the mean ``|TD error|`` of the two
+critics goes back as priorities. Log-probabilities are of the normalised (``[-1, 1]``)
+action, so ``target_entropy = -|A|`` means the same for every action range.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.continuous import BoxScaler, TwinQ, check_spaces, clip_grads, off_policy_columns
+from algos.networks import build_network, soft_update
+
+LOG2 = math.log(2.0)
+
+
+class SquashedGaussianActor(nn.Module):
+    """``tanh(u)``, ``u ~ N(mean(s), std(s))``: a normalised action and its log-probability."""
+
+    def __init__(self, cfg: Any, obs_dim: int, action_dim: int) -> None:
+        super().__init__()
+        self.net = build_network(cfg.actor_layers, (obs_dim,), 2 * action_dim)
+        self.log_std_min, self.log_std_max = float(cfg.log_std_min), float(cfg.log_std_max)
+
+    def forward(
+        self, obs: torch.Tensor, noise: torch.Tensor | None = None, deterministic: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.net(obs).chunk(2, dim=-1)
+        log_std = log_std.clamp(self.log_std_min, self.log_std_max)
+        if deterministic:
+            u = mean
+        else:
+            u = mean + log_std.exp() * (torch.randn_like(mean) if noise is None else noise)
+        log_prob = (-0.5 * ((u - mean) * torch.exp(-log_std)).pow(2) - log_std).sum(-1)
+        log_prob = log_prob - 0.5 * math.log(2.0 * math.pi) * mean.shape[-1]
+        # log |d tanh(u) / du| = log(1 - tanh(u)^2), written stably
+        log_prob = log_prob - (2.0 * (LOG2 - u - F.softplus(-2.0 * u))).sum(-1)
+        return torch.tanh(u), log_prob
+
+
+class SACPolicy(Policy):
+    """Continuous control on a bounded 1-D Box action space."""
+
+    def __init__(
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+    ) -> None:
+        super().__init__(cfg, obs_space, action_space, device)
+        check_spaces(obs_space, action_space, "SAC")
+        self.scaler = BoxScaler(action_space)
+        obs_dim, action_dim = int(obs_space.shape[0]), self.scaler.dim
+        self.actor = SquashedGaussianActor(cfg, obs_dim, action_dim).to(device)
+        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+        self.log_alpha = torch.tensor(
+            math.log(cfg.alpha), device=device, requires_grad=bool(cfg.auto_alpha)
+        )
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        self.target_entropy = (
+            float(cfg.target_entropy) if cfg.target_entropy is not None else -float(action_dim)
+        )
+
+    # ----- acting -----
+    def acting_modules(self) -> dict[str, nn.Module]:
+        return {"actor": self.actor}
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
+        rows = len(obs)
+        if explore and env_steps < self.cfg.random_steps:
+            return self.scaler.uniform(self.rng, rows), {}
+        noise = None
+        if explore:
+            noise = torch.as_tensor(
+                self.rng.standard_normal((rows, self.scaler.dim)), dtype=torch.float32
+            ).to(self.device)
+        normalised, _ = self.actor(
+            to_tensor(obs, self.device, torch.float32), noise, deterministic=not explore
+        )
+        return self.scaler.to_env(normalised.cpu().numpy()), {}
+
+    # ----- learning -----
+    @property
+    def alpha(self) -> float:
+        return float(self.log_alpha.detach().exp())
+
+    def learn(self, batch: Batch) -> LearnResult:
+        cfg = self.cfg
+        b = off_policy_columns(batch, self.device)
+        actions = self.scaler.to_normalised(b["actions"])
+        alpha = self.log_alpha.detach().exp()
+
+        with torch.no_grad():
+            next_actions, next_log_prob = self.actor(b["next_obs"])
+            tq1, tq2 = self.critic_target(b["next_obs"], next_actions)
+            soft_value = torch.min(tq1, tq2) - alpha * next_log_prob
+            target = b["rewards"] + b["discounts"] * soft_value
+        q1, q2 = self.critic(b["obs"], actions)
+        td1, td2 = q1 - target, q2 - target
+        critic_loss = 0.5 * (b["weights"] * (td1.pow(2) + td2.pow(2))).mean()
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        critic_grad = clip_grads(self.critic, cfg.max_grad_norm)
+        self.critic_optimizer.step()
+
+        new_actions, log_prob = self.actor(b["obs"])
+        self.critic.requires_grad_(False)
+        q_new = torch.min(*self.critic(b["obs"], new_actions))
+        self.critic.requires_grad_(True)
+        actor_loss = (alpha * log_prob - q_new).mean()
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        actor_grad = clip_grads(self.actor, cfg.max_grad_norm)
+        self.actor_optimizer.step()
+
+        alpha_loss = torch.zeros(())
+        if cfg.auto_alpha:
+            alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+            self.alpha_optimizer.zero_grad(set_to_none=True)
+            alpha_loss.backward()
+            self.alpha_optimizer.step()
+
+        self.updates += 1
+        if self.updates % max(int(cfg.target_update), 1) == 0:
+            soft_update(self.critic_target, self.critic, float(cfg.tau))
+        td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
+        return LearnResult(
+            metrics={
+                "critic_loss": float(critic_loss.detach()),
+                "actor_loss": float(actor_loss.detach()),
+                "alpha_loss": float(alpha_loss.detach()),
+                "alpha": self.alpha,
+                "entropy": float(-log_prob.detach().mean()),
+                "q_mean": float(q1.detach().mean()),
+                "td_abs_mean": float(td_abs.mean()),
+                "critic_grad_norm": critic_grad,
+                "actor_grad_norm": actor_grad,
+            },
+            priorities=td_abs.cpu().numpy(),
+        )
+
+    # ----- state -----
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "log_alpha": self.log_alpha.detach().cpu(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        with torch.no_grad():
+            self.log_alpha.copy_(torch.as_tensor(state["log_alpha"]))
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self.updates = int(state["updates"])

@@ -1,0 +1,28 @@
+"""TD3 defaults: twin critics, target policy smoothing, delayed deterministic actor updates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from algos.base_config import OffPolicyConfig
+from algos.networks import LayerConfig, mlp_layers
+
+
+@dataclass
+class TD3Config(OffPolicyConfig):
+    actor_layers: list[LayerConfig] = field(
+        default_factory=lambda: mlp_layers(256, 256)
+    )  # deterministic actor; a tanh head of action dim is added on top
+    critic_layers: list[LayerConfig] = field(
+        default_factory=lambda: mlp_layers(256, 256)
+    )  # each of the twin Q nets on concat(obs, action); a 1-unit head is added
+    batch_size: int = 256  # transitions per update
+    actor_lr: float = 1e-3  # Adam learning rate of the actor
+    critic_lr: float = 1e-3  # Adam learning rate of the twin critics
+    tau: float = 0.005  # Polyak factor of the target actor and critics
+    policy_delay: int = 2  # critic updates per actor (and target) update
+    policy_noise: float = 0.2  # target smoothing noise std, in normalised action units
+    noise_clip: float = 0.5  # target smoothing noise clipped to +- this (normalised units)
+    expl_noise: float = 0.1  # exploration noise std while acting (normalised units)
+    random_steps: int = 1_000  # env steps acting uniformly at random before using the actor
+    max_grad_norm: float | None = None  # gradient-norm clipping per network; null: off

@@ -1,0 +1,72 @@
+"""Prints the config reference (every key, default, meaning) as markdown tables.
+
+``python -m joyrl_ray.config_docs`` regenerates the README's reference from the schema
+dataclasses, whose field comments are the documentation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+
+from algos import ALGORITHMS
+from envs import EnvConfig
+from joyrl_ray.general_config import GeneralConfig
+
+FIELD_LINE = re.compile(r"^\s+(\w+): [^=]+= (.+?)(?:\s+# (.*))?$")
+
+
+def _comments(cls: type) -> dict[str, str]:
+    notes: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        for line in inspect.getsource(klass).splitlines():
+            match = FIELD_LINE.match(line)
+            if match and match.group(3):
+                notes[match.group(1)] = match.group(3)
+    return notes
+
+
+def _default(field: dataclasses.Field) -> str:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return ""
+    if isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+        return (
+            "[" + ", ".join(f"{v.layer_type} {v.layer_dim[0]} {v.activation}" for v in value) + "]"
+        )
+    return "null" if value is None else str(value)
+
+
+def table(cls: type, section: str) -> str:
+    notes = _comments(cls)
+    rows = [
+        f"| `{section}.{f.name}` | `{_default(f)}` | {notes.get(f.name, '').replace('|', '&#124;')} |"
+        for f in dataclasses.fields(cls)
+    ]
+    return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *rows])
+
+
+def reference() -> str:
+    parts = [
+        "### general_cfg",
+        table(GeneralConfig, "general_cfg"),
+        "### env_cfg",
+        table(EnvConfig, "env_cfg"),
+    ]
+    families: dict[type, list[str]] = {}  # variants (DoubleDQN) share their base's table
+    for name, spec in ALGORITHMS.items():
+        base = next((b for b in families if issubclass(spec.config_cls, b)), spec.config_cls)
+        families.setdefault(base, []).append(name)
+    for config_cls, names in families.items():
+        parts += [f"### algo_cfg for {', '.join(names)}", table(config_cls, "algo_cfg")]
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(reference())
