@@ -120,7 +120,7 @@ class Policy(ABC):
 def to_tensor(
     array: np.ndarray, device: torch.device, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    """Numpy to torch without a copy where possible (read-only arrays, e.g. from Ray, are copied)."""
+    """Numpy to torch without a copy where possible (read-only arrays, e.g. Ray's, are copied)."""
     if isinstance(array, np.ndarray) and not array.flags.writeable:
         array = array.copy()
     tensor = torch.as_tensor(array, device=device)

@@ -45,7 +45,7 @@ def mlp_layers(*dims: int, activation: str = "relu") -> list[LayerConfig]:
 
 
 def layers_field(*dims: int, activation: str = "relu") -> Any:
-    """A dataclass field defaulting to an MLP: ``value_layers: list[LayerConfig] = layers_field(256)``."""
+    """A dataclass field defaulting to an MLP: ``value_layers: ... = layers_field(256, 256)``."""
     return field(default_factory=lambda: mlp_layers(*dims, activation=activation))
 
 
@@ -59,12 +59,14 @@ def validate_layers(layers: Sequence[Any], key: str) -> None:
         layer_type = str(_field(layer, "layer_type")).lower()
         if layer_type not in LAYER_TYPES:
             raise ValueError(
-                f"{key}[{i}].layer_type={layer_type!r} is not known; allowed: {', '.join(LAYER_TYPES)}"
+                f"{key}[{i}].layer_type={layer_type!r} is not known; "
+                f"allowed: {', '.join(LAYER_TYPES)}"
             )
         activation = str(_field(layer, "activation")).lower()
         if activation not in ACTIVATIONS:
             raise ValueError(
-                f"{key}[{i}].activation={activation!r} is not known; allowed: {', '.join(ACTIVATIONS)}"
+                f"{key}[{i}].activation={activation!r} is not known; "
+                f"allowed: {', '.join(ACTIVATIONS)}"
             )
 
 

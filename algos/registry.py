@@ -30,5 +30,6 @@ def get_algorithm(name: str) -> AlgoSpec:
         return ALGORITHMS[name]
     except KeyError:
         raise KeyError(
-            f"general_cfg.algo_name={name!r} is not registered; allowed: {', '.join(sorted(ALGORITHMS))}"
+            f"general_cfg.algo_name={name!r} is not registered; "
+            f"allowed: {', '.join(sorted(ALGORITHMS))}"
         ) from None

@@ -1,8 +1,18 @@
 """Checkpoints in ``models/``: numbered, ``last`` and ``best``, each written atomically.
 
-A checkpoint is written to a temporary file in the same folder and renamed over the
-target, so a run killed mid-write leaves the previous checkpoint intact. Loading uses
-``torch.load(weights_only=True)``: checkpoints hold tensors, numbers and strings only.
+A checkpoint is written to a temporary file in the same folder, flushed to disk and renamed
+over the target, so a run killed mid-write (even with SIGKILL) leaves the previous
+checkpoint intact and at worst a stray ``.<name>.*.tmp`` file, which loading ignores.
+Loading uses ``torch.load(weights_only=True)``: checkpoints hold tensors, numbers, strings
+and containers of them only.
+
+Which file a run starts from (:func:`find_checkpoint`):
+
+- ``best``: ``best.pt``; without one (or if it cannot be read), as ``last``.
+- ``last``: the newest readable checkpoint: ``last.pt`` unless a numbered checkpoint is
+  newer (a run killed between writing ``<update>.pt`` and ``last.pt``) or ``last.pt`` cannot
+  be read, then the newest readable numbered one.
+- ``<update>``: exactly ``<update>.pt``.
 """
 
 from __future__ import annotations
@@ -10,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +55,7 @@ class CheckpointStore:
         self.keep = keep
 
     def save(self, state: dict[str, Any], updates: int, *, best: bool = False) -> Path:
+        """Write ``<updates>.pt``, ``last.pt`` (and ``best.pt``); prune old numbered ones."""
         path = self.dir / f"{updates}.pt"
         atomic_torch_save(state, path)
         atomic_torch_save(state, self.dir / "last.pt")
@@ -59,45 +71,141 @@ class CheckpointStore:
         atomic_torch_save(state, self.dir / "best.pt")
 
     def numbered(self) -> list[int]:
-        if not self.dir.is_dir():
-            return []
-        return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := NUMBERED.match(p.name)))
+        return numbered_checkpoints(self.dir)
 
     def _prune(self) -> None:
         for step in self.numbered()[: -self.keep]:
             (self.dir / f"{step}.pt").unlink(missing_ok=True)
 
 
-def resolve_task_dir(load_path: str, tasks_dir: str | Path) -> Path:
+def numbered_checkpoints(models_dir: Path) -> list[int]:
+    """Update numbers of the ``<update>.pt`` files in ``models_dir``, oldest first."""
+    if not models_dir.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in models_dir.iterdir() if (m := NUMBERED.match(p.name)))
+
+
+def resolve_task_dir(load_path: str | None, tasks_dir: str | Path) -> Path:
     """``load_path`` as a task directory: a name under ``tasks_dir`` or a path."""
-    for candidate in (Path(tasks_dir) / load_path, Path(load_path)):
+    if not load_path:
+        raise CheckpointError("general_cfg.load_path is not set (name a task directory)")
+    candidates = [Path(tasks_dir) / load_path, Path(load_path)]
+    for candidate in candidates:
         if (candidate / "models").is_dir():
             return candidate
+    for candidate in candidates:
+        if candidate.is_dir():
+            raise CheckpointError(
+                f"general_cfg.load_path={load_path!r}: {candidate} has no models/ folder "
+                "(is it a task directory written by a train run?)"
+            )
     raise CheckpointError(
-        f"general_cfg.load_path={load_path!r}: no task directory with models/ under "
-        f"{tasks_dir}/ or at that path"
+        f"general_cfg.load_path={load_path!r}: no such task directory under {tasks_dir}/ "
+        "or at that path"
     )
 
 
 def checkpoint_path(task_dir: Path, step: str) -> Path:
-    """The file for ``load_model_step``: best (falls back to last), last, or an update number."""
+    """The file for ``load_model_step`` without reading it (best falls back to last)."""
     models = task_dir / "models"
     if step == "best" and not (models / "best.pt").is_file():
         step = "last"
     path = models / f"{step}.pt"
     if not path.is_file():
-        have = sorted(p.stem for p in models.glob("*.pt"))
         raise CheckpointError(
             f"general_cfg.load_model_step={step!r}: {path} does not exist "
-            f"(available: {', '.join(have) or 'none'})"
+            f"(available: {_available(models)})"
         )
     return path
 
 
+def _available(models: Path) -> str:
+    names = [p.stem for p in models.glob("*.pt")]
+    numbered = sorted((n for n in names if n.isdigit()), key=int)
+    named = sorted(n for n in names if not n.isdigit())
+    return ", ".join(named + numbered) or "none"
+
+
 def load_checkpoint(path: Path) -> dict[str, Any]:
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a truncated or foreign file
         raise CheckpointError(
             f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})".splitlines()[0]
         ) from None
+    if not isinstance(state, dict) or "policy" not in state:
+        raise CheckpointError(f"{path}: not a joyrl-ray checkpoint (no policy state)")
+    return state
+
+
+def checkpoint_updates(state: dict[str, Any]) -> int:
+    """The learner update count a checkpoint was written at."""
+    counters = state.get("counters") or {}
+    if "updates" in counters:
+        return int(counters["updates"])
+    return int(state.get("policy", {}).get("updates", 0))
+
+
+@dataclass
+class FoundCheckpoint:
+    """The checkpoint a run starts from, and what was skipped on the way (for the log)."""
+
+    path: Path
+    state: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def find_checkpoint(task_dir: Path, step: str) -> FoundCheckpoint:
+    """The checkpoint ``load_model_step`` names; see the module docstring for the fallbacks."""
+    models = task_dir / "models"
+    notes: list[str] = []
+    step = str(step)
+    if step.isdigit():
+        path = models / f"{int(step)}.pt"
+        if not path.is_file():
+            raise CheckpointError(
+                f"general_cfg.load_model_step={step}: {path} does not exist "
+                f"(available: {_available(models)})"
+            )
+        return FoundCheckpoint(path, load_checkpoint(path))
+    if step == "best":
+        best = models / "best.pt"
+        if best.is_file():
+            try:
+                return FoundCheckpoint(best, load_checkpoint(best))
+            except CheckpointError as exc:
+                notes.append(f"skipped {exc}")
+        else:
+            notes.append(f"no best.pt in {models}: loading the last checkpoint")
+    found = _newest(models, notes)
+    if found is None:
+        if not any(models.glob("*.pt")):
+            raise CheckpointError(
+                f"general_cfg.load_path={task_dir.name}: {models} holds no checkpoint (a train "
+                "run writes one every model_save_fre updates and at its end)"
+            )
+        raise CheckpointError(
+            f"general_cfg.load_path={task_dir.name}: no readable checkpoint in {models} "
+            f"({notes[-1]})"
+        )
+    return found
+
+
+def _newest(models: Path, notes: list[str]) -> FoundCheckpoint | None:
+    last_path = models / "last.pt"
+    last: FoundCheckpoint | None = None
+    if last_path.is_file():
+        try:
+            last = FoundCheckpoint(last_path, load_checkpoint(last_path), notes)
+        except CheckpointError as exc:
+            notes.append(f"skipped {exc}")
+    last_updates = checkpoint_updates(last.state) if last is not None else -1
+    for number in reversed(numbered_checkpoints(models)):
+        if number <= last_updates:
+            break
+        path = models / f"{number}.pt"
+        try:
+            return FoundCheckpoint(path, load_checkpoint(path), notes)
+        except CheckpointError as exc:
+            notes.append(f"skipped {exc}")
+    return last

@@ -160,6 +160,8 @@ def _check_general(general: DictConfig) -> None:
     ):
         if general[key] < 1:
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 1")
+    if general.reward_threshold is not None:
+        general.online_eval = True  # the threshold is judged on online evaluations
     if general.n_learners != 1:
         raise ConfigError(
             f"general_cfg.n_learners={general.n_learners}: only 1 learner is supported so far"

@@ -77,7 +77,7 @@ class DataServer:
                 )
             else:
                 self.buffer = ReplayBuffer(replay.buffer_size, seed=seed)
-        self.rollouts: list[Batch] = []
+        self.rollouts: list[tuple[int, int, Batch]] = []  # (weights version, env steps, rollout)
         start = counters or {}
         self.env_steps = int(start.get("env_steps", 0))
         self.episodes = int(start.get("episodes", 0))
@@ -176,7 +176,7 @@ class DataServer:
             if version != self.weights_version:
                 self.dropped["stale_rollout"] += env_steps
             else:
-                self.rollouts.append(rollout)
+                self.rollouts.append((version, env_steps, rollout))
                 self.transitions_stored += env_steps
         self.busy_s += time.monotonic() - t0
         return self._ack()
@@ -193,11 +193,17 @@ class DataServer:
         self.weights_version = version
 
     def sample_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
-        """Up to ``max_batches`` batches, as many as the update-to-data ratio allows now."""
+        """Up to ``max_batches`` batches, as many as the update-to-data ratio allows now.
+
+        At an env-step or episode limit the learner may still catch up with the ratio (it
+        trails by up to ``learner_lag_tolerance`` plus the workers' pushes in flight), so a
+        run ends with ``updates ~ updates_per_step * env steps``; any other stop ends it now.
+        """
         t0 = time.monotonic()
         assert self.buffer is not None, "sample_batches needs replay (an off-policy algorithm)"
         n = min(max_batches, self._allowed_updates() - self.updates_granted)
-        if self.stop_reason is not None or len(self.buffer) < batch_size:
+        draining = self.stop_reason in ("max_env_steps", "max_episode")
+        if (self.stop_reason is not None and not draining) or len(self.buffer) < batch_size:
             n = 0
         batches = [self.buffer.sample(batch_size) for _ in range(max(n, 0))]
         self.updates_granted += len(batches)
@@ -205,11 +211,19 @@ class DataServer:
         return batches
 
     def take_rollouts(self, count: int) -> list[Batch]:
-        """``count`` queued rollouts for one on-policy iteration, or none if fewer are ready."""
+        """``count`` queued rollouts for one on-policy iteration, or none if fewer are ready.
+
+        Rollouts queued before the newest publish (e.g. a restarted worker pushed twice for
+        one version) are stale by now: they are dropped and counted, never learned from.
+        """
+        fresh = [r for r in self.rollouts if r[0] == self.weights_version]
+        for _, env_steps, _ in (r for r in self.rollouts if r[0] != self.weights_version):
+            self.dropped["stale_rollout"] += env_steps
+        self.rollouts = fresh
         if len(self.rollouts) < count or self.stop_reason is not None:
             return []
         taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
-        return taken
+        return [rollout for _, _, rollout in taken]
 
     def update_priorities(
         self, slots: np.ndarray, generations: np.ndarray, priorities: np.ndarray

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,22 +31,31 @@ class Evaluator:
         self.stream = stream
         self.episodes_run = 0
 
-    def run_episode(self, record_frames: bool = False) -> tuple[float, int, list[np.ndarray]]:
+    def run_episode(
+        self, on_step: Callable[[Any], None] | None = None
+    ) -> tuple[float, int, list[np.ndarray]]:
+        """One greedy episode: (return, length, []); ``on_step(env)`` sees every frame.
+
+        ``on_step`` is called before every step and once after the last one (e.g. to
+        capture ``env.render()``); with ``render_mode: human`` the env draws by itself.
+        """
         episode_seed = derive_seed(self.seed, self.stream, self.episodes_run)
         if episode_seed is None:  # unseeded run: still a different start every episode
             episode_seed = int(np.random.default_rng().integers(2**31))
         self.episodes_run += 1
         obs, _ = self.env.reset(seed=episode_seed)
-        total, length, frames = 0.0, 0, []
+        total, length = 0.0, 0
         while True:
-            if record_frames:
-                frames.append(np.asarray(self.env.render()))
+            if on_step is not None:
+                on_step(self.env)
             action, _ = self.policy.act(obs[None], explore=False, env_steps=0)
             obs, reward, terminated, truncated, _ = self.env.step(self.policy.env_action(action)[0])
             total += float(reward)
             length += 1
             if terminated or truncated:
-                return total, length, frames
+                if on_step is not None:
+                    on_step(self.env)
+                return total, length, []
 
     def evaluate(self, n_episodes: int) -> dict[str, Any]:
         returns, lengths = [], []
@@ -70,4 +80,6 @@ def summarize_returns(returns: list[float], lengths: list[int]) -> dict[str, Any
         "return_min": float(r.min()),
         "return_max": float(r.max()),
         "length_mean": float(np.mean(lengths)),
+        "length_min": int(np.min(lengths)),
+        "length_max": int(np.max(lengths)),
     }

@@ -30,9 +30,9 @@ class GeneralConfig:
     max_restarts: int = 3  # times Ray restarts a dead actor
     load_checkpoint: bool = False  # start from a checkpoint (resume in train, required in test)
     load_path: str | None = None  # task directory (under tasks/ or a path) holding models/
-    load_model_step: str = "best"  # best, last, or an update number; best falls back to last
-    max_episode: int = -1  # stop after this many episodes (test mode: episodes to run)
-    max_env_steps: int = 100_000  # stop after this many env steps in total
+    load_model_step: str = "best"  # best (else last; last on resume), last, or an update number
+    max_episode: int = -1  # stop after this many episodes (test mode: episodes to run, -1 = 10)
+    max_env_steps: int = 100_000  # stop after this many env steps (a total, also when resuming)
     max_step: int = -1  # max steps per episode (-1: the env's own time limit)
     seed: int = 0  # 0: unseeded
     online_eval: bool = True  # evaluate every model_save_fre updates on a separate env

@@ -226,7 +226,7 @@ def _check_cluster(address: str, hostport: str, client: bool) -> None:
         detail = (
             "rejected this machine's Ray auth token (it must be the head node's token)"
             if token_mode
-            else "requires a Ray auth token but RAY_AUTH_MODE is not 'token'"
+            else f"requires a Ray auth token but RAY_AUTH_MODE={mode!r} (unset it or set 'token')"
         )
         raise ClusterError(
             f"general_cfg.ray_address={address!r}: the cluster {detail}; {TOKEN_HELP}"
@@ -242,20 +242,25 @@ def _check_cluster(address: str, hostport: str, client: bool) -> None:
                 "is a Ray GCS port, not a Ray Client server: use ray_address=host:port without "
                 "ray://, or ray://host:10001 (the head's --ray-client-server-port)"
                 if other_answers
-                else "is not a Ray Client server (the head serves one on port 10001)"
+                else "answers, but not as a Ray Client server (the head serves one on port 10001)"
             )
         else:
             detail = (
                 "is a Ray Client port, not a Ray GCS port: use ray_address=ray://host:port, or "
                 "the GCS port (6379 by default)"
                 if other_answers
-                else "is not a Ray GCS port (6379 by default)"
+                else "answers, but not as a Ray GCS (the head's --port, 6379 by default)"
             )
         raise ClusterError(f"general_cfg.ray_address={address!r}: {host}:{port} {detail}")
     raise ClusterError(
         f"general_cfg.ray_address={address!r}: no {what} answers at {host}:{port} "
         f"(gRPC {getattr(code, 'name', code)}; {start_hint})"
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def check_address(address: str) -> str:
@@ -280,7 +285,13 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
     if address is None:
         # "local" starts a new Ray even when RAY_ADDRESS is set in the environment.
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
+        try:
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
+        except Exception as exc:  # e.g. "The current node timed out during startup"
+            raise ClusterError(
+                f"general_cfg.ray_address=null: starting a local Ray failed ({_first_line(exc)}); "
+                "see /tmp/ray/session_latest/logs, or use general_cfg.mp_backend=single"
+            ) from None
         return "owned"
     try:
         target = check_address(address)
@@ -288,13 +299,14 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
         _restore_auth_mode()
         raise
     runtime_env = {"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES}
+    # Ray warns that it now skips .git by default; we exclude it anyway.
+    logging.getLogger("ray._private.runtime_env.working_dir").setLevel(logging.ERROR)
     try:
         ray.init(address=target, runtime_env=runtime_env, **common)
     except Exception as exc:  # version mismatches, runtime_env upload failures, ...
         _restore_auth_mode()
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ClusterError(
-            f"general_cfg.ray_address={address!r}: cannot attach ({type(exc).__name__}: {first})"
+            f"general_cfg.ray_address={address!r}: cannot attach ({_first_line(exc)})"
         ) from None
     return "attached"
 

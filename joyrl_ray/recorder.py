@@ -21,6 +21,8 @@ from joyrl_ray.task_dir import TaskDir
 from joyrl_ray.trajectories import TrajectoryWriter
 
 EPISODE_FIELDS = ("episode", "env_steps", "return", "length", "worker_id", "wall_time_s")
+# Keys of a worker's episode report that are not exploration statistics.
+EPISODE_REPORT_KEYS = {*EPISODE_FIELDS, "weights_version"}
 EVAL_FIELDS = (
     "env_steps",
     "updates",
@@ -90,6 +92,8 @@ class Recorder:
             (r["return"] for r in self.episode_rows[-20:]), maxlen=20
         )
         self.counters = dict(counters or {"env_steps": 0, "episodes": 0, "updates": 0})
+        self.start_counters = dict(self.counters)
+        self.episodes_this_run = 0
         self.rate_mark = (time.monotonic(), self.counters["env_steps"], self.counters["updates"])
         self.rates = {"env_steps_per_s": 0.0, "updates_per_s": 0.0}
         self.by_steps = total_env_steps > 0
@@ -122,13 +126,14 @@ class Recorder:
             }
             self.episode_rows.append({k: row[k] for k in EPISODE_FIELDS})
             self.episode_csv.writerow(row)
+            self.episodes_this_run += 1
             self.recent_returns.append(row["return"])
             step = row["env_steps"]
             self.tb.add_scalar("episode/return", row["return"], step)
             self.tb.add_scalar("episode/length", row["length"], step)
-            for key in ("epsilon",):
-                if key in ep:
-                    self.tb.add_scalar(f"explore/{key}", ep[key], step)
+            for key, value in ep.items():  # the policy's exploration_stats (epsilon, ...)
+                if key not in EPISODE_REPORT_KEYS and isinstance(value, int | float):
+                    self.tb.add_scalar(f"explore/{key}", value, step)
         for metrics in reports["learner"]:
             step = metrics["updates"]
             for key, value in metrics.items():
@@ -137,7 +142,9 @@ class Recorder:
         for result in reports["evals"]:
             self.eval_history.append({k: result[k] for k in EVAL_FIELDS if k in result})
             self.eval_csv.writerow(result)
-            self.tb.add_scalar("eval/return_mean", result["return_mean"], result["env_steps"])
+            for key in ("return_mean", "return_std", "return_min", "return_max", "length_mean"):
+                if key in result:
+                    self.tb.add_scalar(f"eval/{key}", result[key], result["env_steps"])
             self.log(
                 f"eval at {result['env_steps']} env steps / {result['updates']} updates: "
                 f"return {result['return_mean']:.1f} +- {result['return_std']:.1f}"
@@ -188,7 +195,19 @@ class Recorder:
         tmp.replace(path)
         return path
 
+    def run_rates(self) -> dict[str, float]:
+        """Env steps and updates per second over this run (not counting a resumed past)."""
+        elapsed = max(self.elapsed(), 1e-9)
+        return {
+            "env_steps_per_s": (self.counters["env_steps"] - self.start_counters["env_steps"])
+            / elapsed,
+            "updates_per_s": (self.counters["updates"] - self.start_counters["updates"]) / elapsed,
+        }
+
     def close(self) -> None:
+        rates = self.run_rates()
+        for key, value in rates.items():
+            self.tb.add_scalar(f"speed/{key}_run_mean", value, self.counters["env_steps"])
         self.bar.close()
         if self.trajs is not None:
             self.trajs.close()

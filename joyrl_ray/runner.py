@@ -8,18 +8,16 @@ learner writes its final checkpoint, the summary is written, and the run exits 1
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 import yaml
 
 from algos import get_algorithm
-from envs.registry import make_env
-from joyrl_ray import ray_cluster
-from joyrl_ray.checkpoint import checkpoint_path, load_checkpoint, resolve_task_dir
+from joyrl_ray import modes, ray_cluster
 from joyrl_ray.config import RunConfig
 from joyrl_ray.data_server import ReplaySpec, StopRule
 from joyrl_ray.figures import save_reward_figures
@@ -58,49 +56,6 @@ class _Interrupt:
         signal.signal(signal.SIGINT, self.previous)
 
 
-def _load_start_checkpoint(cfg: RunConfig) -> tuple[dict[str, Any] | None, Path | None]:
-    general = cfg.general
-    if not (general.load_checkpoint or general.mode == "test"):
-        return None, None
-    source = resolve_task_dir(general.load_path, general.tasks_dir)
-    path = checkpoint_path(source, str(general.load_model_step))
-    state = load_checkpoint(path)
-    if state.get("algo_name") != general.algo_name:
-        from joyrl_ray.checkpoint import CheckpointError
-
-        raise CheckpointError(
-            f"{path} was written by algo {state.get('algo_name')!r}, but general_cfg.algo_name="
-            f"{general.algo_name!r}"
-        )
-    return state, source
-
-
-def _previous_history(source: Path | None) -> dict[str, Any]:
-    """Episode and eval rows of the run being resumed, so csv and summary continue."""
-    if source is None:
-        return {}
-    import csv
-
-    history: dict[str, Any] = {}
-    for key, name in (("episodes", "episodes.csv"), ("evals", "evals.csv")):
-        path = source / "results" / name
-        if path.is_file():
-            with path.open() as f:
-                history[key] = [
-                    {k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)
-                ]
-    return history
-
-
-def _number(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def _worker_cpus(cfg: RunConfig) -> float:
     """Worker CPU request; by default an even share of what the learner leaves."""
     general = cfg.general
@@ -115,12 +70,13 @@ def _worker_cpus(cfg: RunConfig) -> float:
 
 
 def run(cfg: RunConfig) -> RunResult:
-    general = cfg.general
     started_at = time.time()
-    checkpoint, source = _load_start_checkpoint(cfg)
+    start = modes.prepare(cfg)  # mode checks and the start checkpoint, before anything runs
+    cfg, general = start.cfg, start.cfg.general
+    for note in start.notes:
+        print(f"warning: {note}", file=sys.stderr)
     train = general.mode == "train"
     spec = get_algorithm(general.algo_name)
-    resume = checkpoint if train else None
 
     ray_mode = None
     worker_cpus = 0.0
@@ -137,9 +93,7 @@ def run(cfg: RunConfig) -> RunResult:
             ray_cluster.check_resources(requests)
         task = create_task_dir(general.tasks_dir, general.mode, cfg.env.id, general.algo_name)
         (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return _drive(
-            cfg, task, spec, started_at, resume, checkpoint, source, ray_mode, worker_cpus
-        )
+        return _drive(cfg, task, spec, started_at, start, ray_mode, worker_cpus)
     finally:
         if ray_mode is not None:
             ray_cluster.disconnect(ray_mode)
@@ -150,14 +104,14 @@ def _drive(
     task: TaskDir,
     spec: Any,
     started_at: float,
-    resume: dict[str, Any] | None,
-    checkpoint: dict[str, Any] | None,
-    source: Path | None,
+    start: modes.Start,
     ray_mode: str | None,
     worker_cpus: float,
 ) -> RunResult:
     general = cfg.general
     train = general.mode == "train"
+    resume, source = start.resume, start.source
+    carried = modes.carry_over(start, task)
     counters = dict(resume["counters"]) if resume else None
     off_policy = train and not spec.policy_cls.on_policy
     server_kwargs = {
@@ -180,7 +134,7 @@ def _drive(
             "checkpoint": resume,
             "threads": max(1, int(general.learner_num_cpus)),
         }
-    history = _previous_history(source) if resume else {}
+    history = modes.previous_history(source, counters) if resume else {}
     recorder = Recorder(
         task,
         started_at=started_at,
@@ -192,6 +146,11 @@ def _drive(
         history=history,
     )
     recorder.log(f"task directory {task.root}; backend {general.mp_backend}; mode {general.mode}")
+    if start.checkpoint_file is not None:
+        what = "resuming from" if resume else "testing"
+        recorder.log(f"{what} {start.checkpoint_file}; carried over: {', '.join(carried) or '-'}")
+    for note in start.notes:
+        recorder.log(f"warning: {note}")
     if ray_mode is None:
         runtime: LocalRuntime | RayRuntime = LocalRuntime(cfg, server_kwargs, learner_kwargs)
     else:
@@ -203,7 +162,7 @@ def _drive(
         )
     test_policy = None
     if not train:  # workers act with the checkpoint's weights
-        test_policy = _policy_from_checkpoint(cfg, spec, checkpoint)
+        test_policy = start.policy
         server = runtime.data_server
         server.call("publish_weights", server.share(test_policy.get_weights()), 1).result()
 
@@ -225,29 +184,30 @@ def _drive(
         recorder.ingest(runtime.data_server.call("drain_reports").result())
     runtime.shutdown()
 
-    video = None
+    render: dict[str, Any] = {}
     if test_policy is not None and cfg.env.render_mode is not None and exit_code == EXIT_OK:
-        video = record_video(cfg, test_policy, task, n_episodes=general.render_n_episodes)
+        render = record_video(cfg, test_policy, task, n_episodes=general.render_n_episodes)
+        if "render_error" in render:
+            recorder.log(f"rendering failed: {render['render_error']}")
+            print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
     summary = _summary(cfg, recorder, roles, server_stats, started_at, source)
-    if video is not None:
-        summary["video"] = str(video)
+    summary["loaded_checkpoint"] = (
+        str(start.checkpoint_file) if start.checkpoint_file is not None else None
+    )
+    summary.update(render)
     recorder.write_summary(summary)
     if general.save_fig or general.show_fig:
         save_reward_figures(
-            task, recorder.episode_rows, recorder.eval_history, show=general.show_fig
+            task,
+            recorder.episode_rows,
+            recorder.eval_history,
+            mode=general.mode,
+            save=general.save_fig,
+            show=general.show_fig,
         )
     recorder.log(f"finished: {summary['stop_reason']}")
     recorder.close()
     return RunResult(task.root, exit_code, summary)
-
-
-def _policy_from_checkpoint(cfg: RunConfig, spec: Any, checkpoint: dict[str, Any] | None) -> Any:
-    env = make_env(cfg.env, max_episode_steps=cfg.general.max_step)
-    policy = spec.policy_cls(cfg.algo, env.observation_space, env.action_space, torch.device("cpu"))
-    env.close()
-    assert checkpoint is not None
-    policy.load_state_dict(checkpoint["policy"])
-    return policy
 
 
 def _summary(
@@ -272,6 +232,7 @@ def _summary(
         "n_workers": general.n_workers,
         "env_steps": counters["env_steps"],
         "episodes": counters["episodes"],
+        "episodes_this_run": recorder.episodes_this_run,
         "updates": counters["updates"],
         "wall_time_s": round(time.time() - started_at, 3),
         "stop_reason": server["stop_reason"],

@@ -4,6 +4,13 @@ Each file is a pickled list of trajectories; each trajectory is a dict of numpy 
 with one row per step: ``obs``, ``actions``, ``rewards``, ``terminated``, ``truncated``,
 ``next_obs``. Files are rewritten atomically as they fill, so a crash loses nothing that
 was flushed and never leaves a half-written file.
+
+With ``collect_traj: true`` workers send finished episodes with their pushes; the
+DataServer counts them (dropping, with their episodes, any past ``max_episode`` or after
+the stop) and the driver's single writer appends them, so the files hold exactly the
+episodes of ``episodes.csv``, in the same order. A resumed run's files hold the episodes
+of that run only (``summary.json``: ``trajectories == episodes_this_run``).
+Export to Minari: ``python -m joyrl_ray.export_minari <task dir> <dataset id>``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,22 @@
-"""Test-mode rendering: ``render_mode: rgb_array`` writes ``videos/video.gif``; human shows it."""
+"""Test-mode rendering after the test episodes, in the driver process.
+
+``env_cfg.render_mode: rgb_array`` plays ``general_cfg.render_n_episodes`` greedy episodes
+on an env of its own and writes them to ``videos/video.gif``. The gif is bounded: frames
+are shrunk to at most ``MAX_SIDE`` pixels a side, and at most ``MAX_FRAMES`` frames are
+kept (a long episode is captured every 2nd, 4th, ... step, with the frame duration
+stretched to match, so the gif still plays in real time). Only kept frames are rendered.
+
+``human`` opens the env's own window (pygame) and plays the episodes there. Without a
+display (Linux with neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` set, and no
+``SDL_VIDEODRIVER`` chosen), nobody could see that window, so the run falls back to
+``rgb_array`` and says so (see :func:`display_available`). A window that fails to open
+for another reason is logged and the run still finishes with its results written.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,38 +25,95 @@ import numpy as np
 from joyrl_ray.evaluator import Evaluator
 from joyrl_ray.task_dir import TaskDir
 
-MAX_FRAMES = 1000  # keeps a gif of a long episode to a few MB
+MAX_FRAMES = 300  # with MAX_SIDE, keeps a CartPole gif to a few hundred kB
 MAX_SIDE = 320
+DEFAULT_FPS = 30
+
+
+def display_available() -> bool:
+    """Whether a window could be shown: a display is set, or SDL was told which driver to use."""
+    if os.environ.get("SDL_VIDEODRIVER"):
+        return True
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True  # macOS and Windows always have a window server for a desktop session
 
 
 def _shrink(frame: np.ndarray) -> np.ndarray:
     step = max(1, int(np.ceil(max(frame.shape[:2]) / MAX_SIDE)))
-    return frame[::step, ::step]
+    return np.ascontiguousarray(frame[::step, ::step])
 
 
-def record_video(cfg: Any, policy: Any, task: TaskDir, n_episodes: int) -> Path | None:
-    """Play ``n_episodes`` greedy episodes with the configured render mode."""
-    mode = cfg.env.render_mode
-    evaluator = Evaluator(
-        cfg.env,
-        policy,
-        seed=cfg.general.seed,
-        max_step=cfg.general.max_step,
-        render_mode=mode,
-        stream="video",
-    )
-    frames: list[np.ndarray] = []
-    try:
-        for _ in range(n_episodes):
-            _, _, episode_frames = evaluator.run_episode(record_frames=mode == "rgb_array")
-            frames.extend(_shrink(f) for f in episode_frames)
-    finally:
-        evaluator.close()
-    if mode != "rgb_array" or not frames:
-        return None
+class FrameSampler:
+    """Keeps at most ``max_frames`` evenly spaced frames of any number of steps.
+
+    Every ``every``-th step is captured; when the buffer fills, every other frame is
+    dropped and ``every`` doubles, so memory stays bounded however long the episodes are.
+    """
+
+    def __init__(self, max_frames: int = MAX_FRAMES) -> None:
+        self.max_frames = max(2, max_frames)
+        self.every = 1
+        self.frames: list[np.ndarray] = []
+        self.steps = 0
+
+    def __call__(self, env: Any) -> None:
+        if self.steps % self.every == 0:
+            self.frames.append(_shrink(np.asarray(env.render())))
+            if len(self.frames) >= self.max_frames:
+                self.frames = self.frames[::2]
+                self.every *= 2
+        self.steps += 1
+
+
+def _fps(env: Any) -> float:
+    fps = (getattr(env, "metadata", None) or {}).get("render_fps")
+    return float(fps) if fps else float(DEFAULT_FPS)
+
+
+def write_gif(frames: list[np.ndarray], path: Path, frame_ms: float) -> Path:
     import imageio.v2 as imageio
 
-    stride = max(1, len(frames) // MAX_FRAMES)
-    path = task.videos / "video.gif"
-    imageio.mimsave(path, frames[::stride], duration=1000 / 30 * stride, loop=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    imageio.mimsave(tmp, frames, format="GIF", duration=max(frame_ms, 20.0), loop=0)
+    os.replace(tmp, path)
     return path
+
+
+def record_video(cfg: Any, policy: Any, task: TaskDir, n_episodes: int) -> dict[str, Any]:
+    """Play ``n_episodes`` greedy episodes with the configured render mode.
+
+    Returns what the summary should say: ``video`` (the gif's path) for ``rgb_array``,
+    ``rendered_episodes``, and ``render_error`` when the window could not be used.
+    """
+    mode = cfg.env.render_mode
+    info: dict[str, Any] = {"render_mode": mode}
+    sampler = FrameSampler() if mode == "rgb_array" else None
+    returns: list[float] = []
+    try:
+        evaluator = Evaluator(
+            cfg.env,
+            policy,
+            seed=cfg.general.seed,
+            max_step=cfg.general.max_step,
+            render_mode=mode,
+            stream="video",
+        )
+        try:
+            for _ in range(n_episodes):
+                ret, _, _ = evaluator.run_episode(on_step=sampler)
+                returns.append(ret)
+            fps = _fps(evaluator.env)
+        finally:
+            evaluator.close()
+    except Exception as exc:  # a window that cannot open must not lose the test results
+        info["render_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        return info
+    info["rendered_episodes"] = len(returns)
+    info["rendered_returns"] = returns
+    if sampler is not None and sampler.frames:
+        path = write_gif(sampler.frames, task.videos / "video.gif", 1000.0 * sampler.every / fps)
+        info["video"] = str(path)
+        info["video_frames"] = len(sampler.frames)
+    return info

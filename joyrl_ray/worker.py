@@ -28,6 +28,8 @@ from joyrl_ray.seeding import derive_seed
 Batch = dict[str, np.ndarray]
 # Status of one step_chunk call.
 STEPPED, WAITING, STOPPED = "stepped", "waiting", "stopped"
+# On-policy waits last a learner iteration: poll for new weights with backoff up to this.
+ON_POLICY_MAX_POLL_S = 0.02
 
 
 class EpisodeTracker:
@@ -43,11 +45,14 @@ class EpisodeTracker:
         """Add one vector step; return the envs whose episode ended and their trajectories."""
         self.returns += step["rewards"]
         self.lengths += 1
-        ended = list(np.flatnonzero(done))
-        trajs = []
         if self.keep:
             for i in range(len(done)):
                 self.steps[i].append({k: step[k][i] for k in TRAJ_KEYS})
+        if not done.any():  # the common case: nothing ended
+            return [], []
+        ended = list(np.flatnonzero(done))
+        trajs = []
+        if self.keep:
             for i in ended:
                 trajs.append({k: np.stack([s[k] for s in self.steps[i]]) for k in TRAJ_KEYS})
                 self.steps[i] = []
@@ -87,10 +92,14 @@ class Worker:
             torch.device("cpu"),
         )
         self.on_policy = spec.policy_cls.on_policy and self.train
-        env_seeds = [derive_seed(seed, "env", worker_id, i) for i in range(self.n_envs)]
-        self.policy.seed(derive_seed(seed, "policy", worker_id))
+        # A resumed run (or a restarted actor) continues the global env-step count, so the
+        # exploration schedule continues, and draws fresh env / policy streams for it.
+        start_steps = int(data_server.call("counters").result()["env_steps"])
+        stream = (start_steps,) if start_steps else ()
+        env_seeds = [derive_seed(seed, "env", worker_id, i, *stream) for i in range(self.n_envs)]
+        self.policy.seed(derive_seed(seed, "policy", worker_id, *stream))
         if seed:
-            torch.manual_seed(derive_seed(seed, "torch", worker_id))
+            torch.manual_seed(derive_seed(seed, "torch", worker_id, *stream))
         self.obs, _ = self.envs.reset(seed=env_seeds if seed else None)
         self.folder = (
             NStepFolder(self.n_envs, self.policy.n_step, self.policy.gamma)
@@ -99,9 +108,11 @@ class Worker:
         )
         self.tracker = EpisodeTracker(self.n_envs, general.collect_traj)
         self.weights_version = 0
-        self.global_env_steps = 0
+        self.global_env_steps = start_steps
         self.local_env_steps = 0
+        self.own_env_steps = 0  # this worker's steps handed to the DataServer (for stats)
         self.in_flight: deque[Call] = deque()
+        self._latest_version = 0  # the newest weights version the DataServer told us of
         self.stop = False
         self.throttled = False
         self.pending_episodes: list[dict[str, Any]] = []
@@ -111,6 +122,13 @@ class Worker:
 
     # ----- weights and acknowledgements -----
     def _sync_weights(self) -> None:
+        # Off-policy (and in test mode) the acks of our pushes carry the newest version, so
+        # ask for weights only when it is newer than ours: one call per publish instead of a
+        # round trip per chunk queued behind our own pushes. On-policy workers poll here
+        # while they wait for the next version.
+        known = self.weights_version
+        if not self.on_policy and known > 0 and known >= self._latest_version:
+            return
         version, box = self.data_server.call("get_weights", self.weights_version).result()
         if box is not None:
             self.policy.set_weights(self.data_server.resolve(box))
@@ -169,16 +187,21 @@ class Worker:
         self.pending_trajs.extend(trajs)
         return step
 
-    def _fold(self, step: Batch) -> Batch:
+    def _fold(self, steps: list[Batch]) -> Batch:
+        """One chunk of vector steps as transition columns (n-step folded when n_step > 1)."""
         if self.folder is not None:
-            return self.folder.add(step)
-        out = {k: v for k, v in step.items() if k not in ("terminated", "truncated")}
-        out["discounts"] = (self.policy.gamma * (1.0 - step["terminated"])).astype(np.float32)
+            parts = [self.folder.add(step) for step in steps]
+            return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        # 1-step: stack each column once per chunk; discounts are gamma, 0 after a terminal.
+        out = {k: np.concatenate([s[k] for s in steps]) for k in steps[0] if k != "truncated"}
+        terminated = out.pop("terminated")
+        out["discounts"] = np.where(terminated, 0.0, self.policy.gamma).astype(np.float32)
         return out
 
     def _take_reports(self) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
         steps, episodes, trajs = self.local_env_steps, self.pending_episodes, self.pending_trajs
         self.global_env_steps += steps
+        self.own_env_steps += steps
         self.local_env_steps, self.pending_episodes, self.pending_trajs = 0, [], []
         return steps, episodes, trajs
 
@@ -193,10 +216,13 @@ class Worker:
                 return WAITING
         t0 = time.monotonic()
         self._sync_weights()
+        if not self.train and self.weights_version == 0:
+            self.wait_s += time.monotonic() - t0
+            return WAITING  # test mode acts only with the checkpoint's weights
         if self.on_policy:
-            if self.weights_version == getattr(self, "_rollout_version", -1):
+            if self.weights_version in (0, getattr(self, "_rollout_version", -1)):
                 self.wait_s += time.monotonic() - t0
-                return WAITING  # the learner has not consumed our last rollout yet
+                return WAITING  # no weights published yet, or our last rollout is not consumed
             self._rollout_version = self.weights_version
             steps = [self._step() for _ in range(int(self.policy.cfg.rollout_len))]
             rollout = {k: np.stack([s[k] for s in steps]) for k in steps[0]}
@@ -206,39 +232,42 @@ class Worker:
                 "push_rollout", self.weights_version, rollout, n, episodes, trajs
             )
         else:
-            batches = [self._fold(self._step()) for _ in range(self.chunk_steps)]
-            batch = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+            steps = [self._step() for _ in range(self.chunk_steps)]
+            batch = self._fold(steps) if self.train else None
             self.busy_s += time.monotonic() - t0
             n, episodes, trajs = self._take_reports()
-            call = self.data_server.call(
-                "push_transitions", batch if self.train else None, n, episodes, trajs
-            )
+            call = self.data_server.call("push_transitions", batch, n, episodes, trajs)
         self.in_flight.append(call)
         self._wait_for_acks(self.max_in_flight - 1)
         return STOPPED if self.stop else STEPPED
 
     def run(self, poll_s: float = 0.002) -> dict[str, Any]:
         """Step until the DataServer says stop (the Ray backend's long-running task)."""
+        delay = poll_s
         while True:
             status = self.step_chunk()
             if status == STOPPED:
                 break
             if status == WAITING:
                 t0 = time.monotonic()
-                time.sleep(poll_s)
+                time.sleep(delay)
                 self.wait_s += time.monotonic() - t0
                 self._poll_stop()
+                if self.on_policy:  # fewer idle calls to the DataServer while the learner learns
+                    delay = min(delay * 2, ON_POLICY_MAX_POLL_S)
+            else:
+                delay = poll_s
         self._wait_for_acks(0)
         return self.stats()
 
     def _poll_stop(self) -> None:
-        if self.on_policy:
+        if self.on_policy or not self.train:
             self.stop = self.stop or self.data_server.call("should_stop").result()
 
     def stats(self) -> dict[str, Any]:
         return {
             "worker_id": self.worker_id,
-            "transitions_collected": self.global_env_steps + self.local_env_steps,
+            "transitions_collected": self.own_env_steps + self.local_env_steps,
             "busy_s": round(self.busy_s, 3),
             "wait_s": round(self.wait_s, 3),
         }

@@ -29,3 +29,21 @@ def test_dqn_solves_cartpole(tmp_path: Path) -> None:
     result = run(cfg)
     assert result.summary["solved"], result.summary["eval_history"]
     assert result.summary["stop_reason"] == "reward_threshold"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ("algo_cfg.buffer_type=PER",),
+        ("general_cfg.algo_name=DoubleDQN", "algo_cfg.n_step=3"),
+        ("general_cfg.algo_name=DuelingDQN", "algo_cfg.buffer_type=PER", "algo_cfg.n_step=3"),
+    ],
+    ids=["per", "double-nstep", "dueling-per-nstep"],
+)
+def test_dqn_variants_learn(tmp_path: Path, overrides: tuple[str, ...]) -> None:
+    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=2",
+                   "general_cfg.max_env_steps=20000", "general_cfg.reward_threshold=200",
+                   *overrides, yaml_path=CARTPOLE_DQN)
+    result = run(cfg)
+    assert result.summary["solved"], result.summary["eval_history"]

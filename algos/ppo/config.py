@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from algos.base_config import OnPolicyConfig
-from algos.networks import LayerConfig, mlp_layers
+from algos.networks import LayerConfig, layers_field
 
 LR_SCHEDULES = ("constant", "linear")
 
 
 @dataclass
 class PPOConfig(OnPolicyConfig):
-    actor_layers: list[LayerConfig] = field(
-        default_factory=lambda: mlp_layers(64, 64, activation="tanh")
-    )  # policy net; its head (logits or Gaussian mean) is added on top
-    critic_layers: list[LayerConfig] = field(
-        default_factory=lambda: mlp_layers(64, 64, activation="tanh")
-    )  # value net; a 1-unit head is added on top
+    actor_layers: list[LayerConfig] = layers_field(64, 64, activation="tanh")  # policy net
+    critic_layers: list[LayerConfig] = layers_field(64, 64, activation="tanh")  # value net
     gae_lambda: float = 0.95  # GAE(lambda): 1 is Monte Carlo, 0 is one-step TD
     clip_eps: float = 0.2  # surrogate clip: ratio kept in [1 - eps, 1 + eps]
     value_clip: float | None = None  # clip new values to old +- this; null: plain MSE

@@ -18,6 +18,7 @@ from torch import nn
 
 from algos.base import Batch, LearnResult, Policy, to_tensor
 from algos.networks import build_network
+from algos.ppo.config import LR_SCHEDULES
 from algos.ppo.distributions import Actor, init_orthogonal
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
@@ -32,6 +33,10 @@ class PPOPolicy(Policy):
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
+        if cfg.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(
+                f"algo_cfg.lr_schedule={cfg.lr_schedule!r}; allowed: {', '.join(LR_SCHEDULES)}"
+            )
         obs_shape = tuple(obs_space.shape)
         self.actor = Actor(cfg, obs_shape, action_space).to(device)
         self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(device)

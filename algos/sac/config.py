@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from algos.base_config import OffPolicyConfig
-from algos.networks import LayerConfig, mlp_layers
+from algos.networks import LayerConfig, layers_field
 
 
 @dataclass
 class SACConfig(OffPolicyConfig):
-    actor_layers: list[LayerConfig] = field(
-        default_factory=lambda: mlp_layers(256, 256)
-    )  # actor trunk; a mean and log-std head (2 x action dim) is added on top
-    critic_layers: list[LayerConfig] = field(
-        default_factory=lambda: mlp_layers(256, 256)
-    )  # each of the twin Q nets on concat(obs, action); a 1-unit head is added
+    actor_layers: list[LayerConfig] = layers_field(256, 256)  # actor; mean + log-std head on top
+    critic_layers: list[LayerConfig] = layers_field(256, 256)  # each twin Q on concat(obs, action)
     batch_size: int = 256  # transitions per update
     actor_lr: float = 3e-4  # Adam learning rate of the actor
     critic_lr: float = 3e-4  # Adam learning rate of the twin critics

@@ -1,0 +1,261 @@
+"""Resume: a train run continues from a checkpoint; counters, optimizer, epsilon, logs go on."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from joyrl_ray.checkpoint import find_checkpoint, load_checkpoint
+from joyrl_ray.cli import run_from_cli
+from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.handles import LocalHandle
+from joyrl_ray.learner import Learner
+from joyrl_ray.runner import RunResult, run
+from tests.conftest import ROOT, make_cfg
+from tests.modes.modes_setup import TRAIN_OVERRIDES, epsilon
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def adam_steps(checkpoint: dict) -> set[int]:
+    """Adam's per-parameter step counts in a checkpoint's optimizer state."""
+    state = checkpoint["policy"]["optimizer"]["state"]
+    return {int(s["step"]) for s in state.values()}
+
+
+def scalars(events_file: Path, tag: str) -> list[tuple[int, float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(events_file), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def resume_cfg(tasks: Path, source: str, *overrides: str):
+    return make_cfg(
+        tasks,
+        *TRAIN_OVERRIDES,
+        "general_cfg.load_checkpoint=true",
+        f"general_cfg.load_path={source}",
+        *overrides,
+    )
+
+
+def test_resume_continues_counters_optimizer_epsilon_and_history(
+    trained: RunResult, tmp_path: Path
+) -> None:
+    first = trained.summary
+    source = trained.task_dir
+    last = load_checkpoint(source / "models" / "last.pt")
+    assert adam_steps(last) == {first["updates"]}
+    assert last["counters"] == {k: first[k] for k in ("env_steps", "episodes", "updates")}
+
+    result = run(resume_cfg(tmp_path, str(source), "general_cfg.max_env_steps=2400"))
+    second, task = result.summary, result.task_dir
+    assert second["resumed_from"] == str(source)
+    assert Path(second["loaded_checkpoint"]) == source / "models" / "last.pt"
+    # max_env_steps is the total over both runs; counters go on from the checkpoint.
+    assert 2400 <= second["env_steps"] < 2400 + 64 and second["stop_reason"] == "max_env_steps"
+    assert second["updates"] > first["updates"] and second["episodes"] > first["episodes"]
+    assert second["episodes"] == first["episodes"] + second["episodes_this_run"]
+    # The optimizer went on: Adam's step counts are the total number of updates.
+    resumed_last = load_checkpoint(task / "models" / "last.pt")
+    assert adam_steps(resumed_last) == {second["updates"]}
+    assert resumed_last["policy"]["updates"] == second["updates"]
+    assert resumed_last["weights_version"] > last["weights_version"]
+
+    # episodes.csv / evals.csv start with the old rows and go on.
+    old_eps, new_eps = (rows(d / "results" / "episodes.csv") for d in (source, task))
+    assert new_eps[: len(old_eps)] == old_eps and len(new_eps) == second["episodes"]
+    assert [int(r["episode"]) for r in new_eps] == list(range(1, second["episodes"] + 1))
+    assert int(new_eps[len(old_eps)]["env_steps"]) >= first["env_steps"]
+    old_evals, new_evals = (rows(d / "results" / "evals.csv") for d in (source, task))
+    assert new_evals[: len(old_evals)] == old_evals and len(new_evals) > len(old_evals)
+    assert second["eval_history"][: len(first["eval_history"])] == first["eval_history"]
+
+    # Epsilon depends on global env steps: the first episode after resume is not at 0.
+    own = [
+        p
+        for p in (task / "logs").glob("events.out.tfevents.*")
+        if not (source / "logs" / p.name).exists()
+    ]
+    assert len(own) == 1
+    step, value = scalars(own[0], "explore/epsilon")[0]
+    assert step >= first["env_steps"]
+    assert value == pytest.approx(epsilon(step), rel=1e-5) and value < 0.5
+    # The old run's events (curves from step 0) and best model came along.
+    assert len(list((task / "logs").glob("events.out.tfevents.*"))) == 2
+    assert (task / "models" / "best.pt").is_file()
+    assert (task / "figs" / "rewards.png").is_file()
+
+
+def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) -> None:
+    checkpoint = load_checkpoint(trained.task_dir / "models" / "last.pt")
+    cfg = make_cfg(trained.task_dir.parent, *TRAIN_OVERRIDES)
+    server = DataServer(
+        stop_rule=StopRule(), replay=None, n_workers=1, counters=checkpoint["counters"]
+    )
+    learner = Learner(
+        cfg,
+        LocalHandle(server),
+        str(trained.task_dir.parent / "scratch"),
+        started_at=time.time(),
+        checkpoint=checkpoint,
+    )
+    policy = learner.policy
+    saved = checkpoint["policy"]
+    for name in ("q_net", "target_net"):
+        for key, tensor in getattr(policy, name).state_dict().items():
+            torch.testing.assert_close(tensor, saved[name][key])
+    restored_opt = policy.optimizer.state_dict()
+    for index, param_state in saved["optimizer"]["state"].items():
+        for key, value in param_state.items():
+            torch.testing.assert_close(restored_opt["state"][index][key], value)
+    assert policy.updates == learner.updates == checkpoint["counters"]["updates"]
+    assert learner.counters == checkpoint["counters"]
+    assert learner.best_return == checkpoint["best_return"]
+    assert learner.weights_version == checkpoint["weights_version"] + 1  # published once
+    assert torch.equal(torch.get_rng_state(), checkpoint["rng"]["torch"])
+    assert policy.rng.bit_generator.state == checkpoint["rng"]["numpy"]
+
+
+def test_resume_from_a_torn_last_checkpoint_uses_the_newest_intact_one(
+    trained: RunResult, tmp_path: Path
+) -> None:
+    """What SIGKILL mid-save can leave (a stray temp file), plus a torn last.pt."""
+    copy = tmp_path / trained.task_dir.name
+    shutil.copytree(trained.task_dir, copy)
+    models = copy / "models"
+    (models / ".last.pt.x1y2z3.tmp").write_bytes(b"half a checkpoint")
+    data = (models / "last.pt").read_bytes()
+    (models / "last.pt").write_bytes(data[: len(data) // 2])
+    newest = max(int(p.stem) for p in models.glob("[0-9]*.pt"))
+    intact = load_checkpoint(models / f"{newest}.pt")
+
+    target = intact["counters"]["env_steps"] + 300
+    result = run(resume_cfg(tmp_path, copy.name, f"general_cfg.max_env_steps={target}"))
+    summary = result.summary
+    assert Path(summary["loaded_checkpoint"]).name == f"{newest}.pt"
+    assert summary["updates"] >= intact["counters"]["updates"]
+    assert summary["episodes"] == intact["counters"]["episodes"] + summary["episodes_this_run"]
+    # The history stops where the checkpoint did, then goes on.
+    old = rows(copy / "results" / "episodes.csv")[: intact["counters"]["episodes"]]
+    new = rows(result.task_dir / "results" / "episodes.csv")
+    assert new[: len(old)] == old and len(new) == summary["episodes"]
+    log = (result.task_dir / "logs" / "log.txt").read_text()
+    assert "skipped" in log and "last.pt" in log
+
+
+def test_resume_past_the_total_is_one_line_exit_2(
+    trained: RunResult, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = trained.task_dir.parent
+    code = run_from_cli(
+        None,
+        [
+            f"general_cfg.tasks_dir={tasks}",
+            *TRAIN_OVERRIDES,
+            "general_cfg.load_checkpoint=true",
+            f"general_cfg.load_path={trained.task_dir.name}",
+            "general_cfg.max_env_steps=1000",
+        ],
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "general_cfg.max_env_steps=1000 is the total" in err and "raise it" in err
+
+
+@pytest.mark.slow
+def test_resume_on_the_ray_backend(trained: RunResult, tmp_path: Path, ray_session) -> None:
+    first = trained.summary
+    result = run(
+        resume_cfg(
+            tmp_path,
+            str(trained.task_dir),
+            "general_cfg.mp_backend=ray",
+            "general_cfg.max_env_steps=1800",
+        )
+    )
+    second = result.summary
+    assert second["backend"] == "ray" and second["env_steps"] >= 1800
+    assert second["updates"] > first["updates"]
+    assert adam_steps(load_checkpoint(result.task_dir / "models" / "last.pt")) == {
+        second["updates"]
+    }
+    new_eps = rows(result.task_dir / "results" / "episodes.csv")
+    assert len(new_eps) == second["episodes"] > first["episodes"]
+    resumed = new_eps[first["episodes"] :]
+    assert all(int(r["env_steps"]) >= first["env_steps"] for r in resumed)
+    # The learner actor's metrics reach tensorboard through the driver.
+    own = [
+        p
+        for p in (result.task_dir / "logs").glob("events.out.tfevents.*")
+        if not (trained.task_dir / "logs" / p.name).exists()
+    ]
+    losses = scalars(own[0], "learner/loss")
+    assert losses and min(step for step, _ in losses) > first["updates"]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_training_resumes_from_an_intact_checkpoint(tmp_path: Path) -> None:
+    """Kill a real training process while it writes checkpoints; resume from what it left."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    args = [
+        sys.executable,
+        str(ROOT / "main.py"),
+        *TRAIN_OVERRIDES,
+        "general_cfg.max_env_steps=100000",
+        "general_cfg.model_save_fre=10",
+        "general_cfg.online_eval=false",
+        f"general_cfg.tasks_dir={tmp_path}",
+        "general_cfg.progress=false",
+    ]
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 240
+        models = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list(tmp_path.glob("Train_*/models"))
+            if found and len(list(found[0].glob("[0-9]*.pt"))) >= 2:
+                models = found[0]
+                break
+            time.sleep(0.2)
+        assert models is not None, "no checkpoints appeared"
+        time.sleep(np.random.default_rng().uniform(0.0, 1.0))  # somewhere among the saves
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    task = models.parent
+    assert not (task / "results" / "summary.json").exists()  # it really died mid-run
+
+    found = find_checkpoint(task, "last")
+    updates = found.state["counters"]["updates"]
+    target = found.state["counters"]["env_steps"] + 200
+    result = run(
+        resume_cfg(
+            tmp_path,
+            task.name,
+            f"general_cfg.max_env_steps={target}",
+            "general_cfg.online_eval=false",
+        )
+    )
+    assert result.exit_code == 0 and result.summary["env_steps"] >= target
+    assert result.summary["updates"] >= updates
+    assert adam_steps(load_checkpoint(result.task_dir / "models" / "last.pt")) == {
+        result.summary["updates"]
+    }

@@ -1,0 +1,97 @@
+"""A slow DataServer slows the worker down instead of piling pushes up in memory."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+
+import ray.cloudpickle
+
+from joyrl_ray.data_server import DataServer, ReplaySpec, StopRule
+from joyrl_ray.handles import RayHandle
+from joyrl_ray.worker import STEPPED, Worker
+from tests.conftest import make_cfg
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+DELAY_S = 0.15
+MAX_IN_FLIGHT = 3
+CHUNK = 8
+N_ENVS = 2
+CHUNKS = 20
+
+
+class SlowDataServer(DataServer):
+    """A DataServer that takes DELAY_S for every push (a loaded node, a big batch)."""
+
+    def __init__(self, *args, delay_s: float, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.delay_s = delay_s
+        self.pushes = 0
+
+    def push_transitions(self, batch, env_steps, episodes=None, trajs=None):
+        time.sleep(self.delay_s)
+        if env_steps:
+            self.pushes += 1
+        return super().push_transitions(batch, env_steps, episodes, trajs)
+
+    def push_count(self) -> int:
+        return self.pushes
+
+
+class PeakDeque(deque):
+    """The worker's queue of unacknowledged pushes, remembering its longest length."""
+
+    peak = 0
+
+    def append(self, item) -> None:
+        super().append(item)
+        self.peak = max(self.peak, len(self))
+
+
+def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
+    ray = ray_session
+    cfg = make_cfg(
+        tmp_path,
+        "general_cfg.mp_backend=ray",
+        f"general_cfg.max_pushes_in_flight={MAX_IN_FLIGHT}",
+        f"general_cfg.worker_chunk_steps={CHUNK}",
+        f"general_cfg.n_envs_per_worker={N_ENVS}",
+        "general_cfg.seed=5",
+    )
+    server = (
+        ray.remote(SlowDataServer)
+        .options(num_cpus=0, max_concurrency=1)
+        .remote(
+            stop_rule=StopRule(max_env_steps=-1),
+            replay=ReplaySpec.from_algo_cfg(cfg.algo),
+            n_workers=1,
+            learner_lag_tolerance=-1,  # collection only: no learner to wait for
+            delay_s=DELAY_S,
+        )
+    )
+    try:
+        worker = Worker(0, cfg, RayHandle(server))
+        worker.in_flight = PeakDeque()
+        t0 = time.monotonic()
+        for _ in range(CHUNKS):
+            assert worker.step_chunk() == STEPPED
+            assert len(worker.in_flight) < MAX_IN_FLIGHT  # at most max - 1 between chunks
+        elapsed = time.monotonic() - t0
+        worker._wait_for_acks(0)
+
+        assert worker.in_flight.peak == MAX_IN_FLIGHT  # the bound was reached, never passed
+        # Stepping 8 x 2 CartPole envs takes ~1 ms: without backpressure the 20 chunks would
+        # be sent in well under a second; with it the worker waits for the DataServer.
+        assert elapsed >= (CHUNKS - MAX_IN_FLIGHT) * DELAY_S
+        assert worker.wait_s > elapsed / 2
+        # Nothing was lost on the way: every push arrived and was stored.
+        assert ray.get(server.push_count.remote()) == CHUNKS
+        stats = ray.get(server.stats.remote())
+        steps = CHUNKS * CHUNK * N_ENVS
+        assert worker.stats()["transitions_collected"] == steps
+        assert stats["transitions_stored"] == steps and stats["transitions_dropped"] == {}
+        worker.close()
+    finally:
+        ray.kill(server)

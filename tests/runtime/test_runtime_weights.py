@@ -1,0 +1,106 @@
+"""Weights reach the workers: the learner publishes versions, a worker acting afterwards
+uses exactly the learner's weights, and its actions change when the weights do.
+
+Worker, Learner and DataServer are real Ray actors in the session's Ray, driven step by
+step from the test through their own methods.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import ray.cloudpickle
+
+from joyrl_ray.data_server import DataServer, ReplaySpec, StopRule
+from joyrl_ray.handles import RayHandle
+from joyrl_ray.learner import TRAINED, Learner
+from joyrl_ray.worker import Worker
+from tests.conftest import make_cfg
+
+# The probe subclasses below travel to the actors by value, not by module name.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+PUBLISH_EVERY = 5
+
+
+class ProbeWorker(Worker):
+    def probe(self, obs: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+        q = self.policy.q_values(obs)
+        return self.weights_version, q, q.argmax(axis=-1)
+
+
+class ProbeLearner(Learner):
+    def probe(self, obs: np.ndarray) -> tuple[int, np.ndarray]:
+        return self.weights_version, self.policy.q_values(obs)
+
+
+def _probe_obs() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    scale = np.array([2.0, 2.0, 0.2, 2.0], dtype=np.float32)
+    return (rng.uniform(-1, 1, size=(512, 4)) * scale).astype(np.float32)
+
+
+def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_path):
+    ray = ray_session
+    cfg = make_cfg(
+        tmp_path,
+        "general_cfg.mp_backend=ray",
+        "general_cfg.worker_chunk_steps=32",
+        f"general_cfg.weights_publish_every={PUBLISH_EVERY}",
+        "general_cfg.online_eval=false",
+        "general_cfg.model_save_fre=100000",
+        "general_cfg.seed=3",
+        "algo_cfg.learn_start=64",
+        "algo_cfg.lr=0.003",
+        "algo_cfg.updates_per_step=1.0",
+    )
+    server = (
+        ray.remote(DataServer)
+        .options(num_cpus=0)
+        .remote(
+            stop_rule=StopRule(max_env_steps=-1),
+            replay=ReplaySpec.from_algo_cfg(cfg.algo),
+            n_workers=1,
+            learner_lag_tolerance=-1,
+        )
+    )
+    handle = RayHandle(server)
+    learner = (
+        ray.remote(ProbeLearner)
+        .options(num_cpus=0)
+        .remote(cfg, handle, task_dir=str(tmp_path), started_at=time.time())
+    )
+    worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, handle)
+    obs = _probe_obs()
+    try:
+        assert ray.get(learner.stats.remote())["weights_version"] == 1  # published at start
+        ray.get(worker.step_chunk.remote())
+        v1, q1, a1 = ray.get(worker.probe.remote(obs))
+        lv1, lq1 = ray.get(learner.probe.remote(obs))
+        assert v1 == lv1 == 1
+        np.testing.assert_array_equal(q1, lq1)  # the worker acts with the learner's weights
+
+        versions = [v1]
+        for _ in range(12):  # collect and learn in turns, as the actors' loops would
+            ray.get(worker.step_chunk.remote())
+            while ray.get(learner.train_chunk.remote()) == TRAINED:
+                pass
+            versions.append(ray.get(worker.probe.remote(obs))[0])
+        stats = ray.get(learner.stats.remote())
+        assert stats["updates"] >= 200
+        assert stats["weights_version"] == 1 + stats["updates"] // PUBLISH_EVERY
+        assert versions == sorted(versions) and versions[-1] > versions[1] > 1, versions
+
+        ray.get(learner.publish_weights.remote())  # publish the very latest weights
+        ray.get(worker.step_chunk.remote())
+        v2, q2, a2 = ray.get(worker.probe.remote(obs))
+        lv2, lq2 = ray.get(learner.probe.remote(obs))
+        assert v2 == lv2 == 2 + stats["updates"] // PUBLISH_EVERY
+        np.testing.assert_array_equal(q2, lq2)
+        assert not np.allclose(q1, q2)
+        assert (a1 != a2).any(), "greedy actions unchanged after ~200 updates"
+    finally:
+        for actor in (worker, learner, server):
+            ray.kill(actor)
