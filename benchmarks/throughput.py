@@ -124,20 +124,32 @@ def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
+def make_envs(cfg: RunConfig) -> SyncVectorEnv:
+    general = cfg.general
+    return SyncVectorEnv(
+        [make_env_fn(cfg.env, max_episode_steps=general.max_step)] * general.n_envs_per_worker,
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+
+
+def make_policy(cfg: RunConfig, envs: SyncVectorEnv | None = None) -> object:
+    probe = envs or make_envs(cfg)
+    spec = get_algorithm(cfg.general.algo_name)
+    policy = spec.policy_cls(
+        cfg.algo, probe.single_observation_space, probe.single_action_space, torch.device("cpu")
+    )
+    if envs is None:
+        probe.close()
+    return policy
+
+
 # ----- (a) the bare loop -----
 def bare_loop(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, float]:
     """Env stepping plus the policy's forward pass in this process: steps/s and steps/CPU-s."""
     torch.set_num_threads(1)  # as a worker does
-    general = cfg.general
-    n_envs = general.n_envs_per_worker
-    envs = SyncVectorEnv(
-        [make_env_fn(cfg.env, max_episode_steps=general.max_step)] * n_envs,
-        autoreset_mode=AutoresetMode.SAME_STEP,
-    )
-    spec = get_algorithm(general.algo_name)
-    policy = spec.policy_cls(
-        cfg.algo, envs.single_observation_space, envs.single_action_space, torch.device("cpu")
-    )
+    n_envs = cfg.general.n_envs_per_worker
+    envs = make_envs(cfg)
+    policy = make_policy(cfg, envs)
     policy.seed(1)
     obs, _ = envs.reset(seed=[1 + i for i in range(n_envs)])
     steps = 0
@@ -199,6 +211,9 @@ def runtime_rate(cfg: RunConfig, n_workers: int, args: argparse.Namespace) -> di
         runtime = RayRuntime(cfg, server_kwargs, learner_kwargs, worker_num_cpus=worker_cpus)
         server = runtime.data_server
         try:
+            if not args.learn:  # as a learner does at its start: workers act with version 1
+                weights = make_policy(cfg).get_weights()
+                server.call("publish_weights", server.share(weights), 1).result()
             # Start-up (actor processes importing torch, building envs) is not measured:
             # wait until every worker has pushed at least twice.
             floor = 2 * n_workers * cfg.general.worker_chunk_steps * cfg.general.n_envs_per_worker

@@ -235,6 +235,7 @@ def _summary(
         "episodes_this_run": recorder.episodes_this_run,
         "updates": counters["updates"],
         "wall_time_s": round(time.time() - started_at, 3),
+        "started_at": round(started_at, 3),  # epoch seconds; eval wall times count from here
         "stop_reason": server["stop_reason"],
         "resumed_from": str(source) if source is not None and general.mode == "train" else None,
         "eval_history": recorder.eval_history,

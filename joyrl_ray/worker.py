@@ -22,7 +22,7 @@ from algos import get_algorithm
 from envs.registry import make_env_fn
 from joyrl_ray.buffers.nstep import NStepFolder
 from joyrl_ray.config import RunConfig
-from joyrl_ray.handles import Call, Handle
+from joyrl_ray.handles import Call, Handle, LocalHandle
 from joyrl_ray.seeding import derive_seed
 
 Batch = dict[str, np.ndarray]
@@ -41,14 +41,16 @@ class EpisodeTracker:
         self.keep = keep_trajectories
         self.steps: list[list[dict[str, Any]]] = [[] for _ in range(n_envs)]
 
-    def record(self, step: Batch, done: np.ndarray) -> tuple[list[int], list[dict[str, Any]]]:
+    def record(
+        self, step: Batch, done: np.ndarray, any_done: bool | None = None
+    ) -> tuple[list[int], list[dict[str, Any]]]:
         """Add one vector step; return the envs whose episode ended and their trajectories."""
         self.returns += step["rewards"]
         self.lengths += 1
         if self.keep:
             for i in range(len(done)):
                 self.steps[i].append({k: step[k][i] for k in TRAJ_KEYS})
-        if not done.any():  # the common case: nothing ended
+        if not (done.any() if any_done is None else any_done):  # the common case
             return [], []
         ended = list(np.flatnonzero(done))
         trajs = []
@@ -113,6 +115,8 @@ class Worker:
         self.own_env_steps = 0  # this worker's steps handed to the DataServer (for stats)
         self.in_flight: deque[Call] = deque()
         self._latest_version = 0  # the newest weights version the DataServer told us of
+        # In one process asking is free (and sees a publish at once): keep asking every chunk.
+        self._ask_every_chunk = isinstance(data_server, LocalHandle)
         self.stop = False
         self.throttled = False
         self.pending_episodes: list[dict[str, Any]] = []
@@ -123,11 +127,17 @@ class Worker:
     # ----- weights and acknowledgements -----
     def _sync_weights(self) -> None:
         # Off-policy (and in test mode) the acks of our pushes carry the newest version, so
-        # ask for weights only when it is newer than ours: one call per publish instead of a
-        # round trip per chunk queued behind our own pushes. On-policy workers poll here
-        # while they wait for the next version.
+        # an actor asks for weights only when it is newer than its own: one call per publish
+        # instead of a round trip per chunk queued behind its own pushes (a new version is
+        # seen within max_pushes_in_flight + 1 chunks). On-policy workers poll here while
+        # they wait for the next version.
         known = self.weights_version
-        if not self.on_policy and known > 0 and known >= self._latest_version:
+        if (
+            not self.on_policy
+            and not self._ask_every_chunk
+            and known > 0
+            and known >= self._latest_version
+        ):
             return
         version, box = self.data_server.call("get_weights", self.weights_version).result()
         if box is not None:
@@ -155,8 +165,9 @@ class Worker:
             self.policy.env_action(actions)
         )
         done = terminated | truncated
+        any_done = bool(done.any())
         true_next = next_obs
-        if done.any():
+        if any_done:
             true_next = next_obs.copy()
             for i in np.flatnonzero(done):
                 true_next[i] = info["final_obs"][i]
@@ -171,7 +182,7 @@ class Worker:
         }
         self.obs = next_obs
         self.local_env_steps += self.n_envs
-        ended, trajs = self.tracker.record(step, done)
+        ended, trajs = self.tracker.record(step, done, any_done)
         for i in ended:
             ret, length = self.tracker.finish(i)
             self.pending_episodes.append(

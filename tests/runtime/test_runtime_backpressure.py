@@ -72,7 +72,12 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         )
     )
     try:
-        worker = Worker(0, cfg, RayHandle(server))
+        handle = RayHandle(server)
+        worker = Worker(0, cfg, handle)
+        # As a learner does at its start: version 1 is published, so the worker asks for
+        # weights once and from then on only reads versions from its push acks.
+        weights = handle.share(worker.policy.get_weights())
+        handle.call("publish_weights", weights, 1).result()
         worker.in_flight = PeakDeque()
         t0 = time.monotonic()
         for _ in range(CHUNKS):
@@ -85,7 +90,8 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         # Stepping 8 x 2 CartPole envs takes ~1 ms: without backpressure the 20 chunks would
         # be sent in well under a second; with it the worker waits for the DataServer.
         assert elapsed >= (CHUNKS - MAX_IN_FLIGHT) * DELAY_S
-        assert worker.wait_s > elapsed / 2
+        assert worker.wait_s > elapsed / 2  # waiting for acks, not stepping
+        assert worker.weights_version == 1
         # Nothing was lost on the way: every push arrived and was stored.
         assert ray.get(server.push_count.remote()) == CHUNKS
         stats = ray.get(server.stats.remote())

@@ -91,13 +91,22 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
         stats = ray.get(learner.stats.remote())
         assert stats["updates"] >= 200
         assert stats["weights_version"] == 1 + stats["updates"] // PUBLISH_EVERY
-        assert versions == sorted(versions) and versions[-1] > versions[1] > 1, versions
+        # The worker picks up new versions as they are published (it learns of them from
+        # the acks of its pushes), never goes back, and saw several of them.
+        assert versions == sorted(versions) and versions[-1] > 1, versions
+        assert len(set(versions)) >= 4, versions
 
         ray.get(learner.publish_weights.remote())  # publish the very latest weights
-        ray.get(worker.step_chunk.remote())
-        v2, q2, a2 = ray.get(worker.probe.remote(obs))
         lv2, lq2 = ray.get(learner.probe.remote(obs))
-        assert v2 == lv2 == 2 + stats["updates"] // PUBLISH_EVERY
+        assert lv2 == 2 + stats["updates"] // PUBLISH_EVERY
+        # A worker hears of a new version in the ack of a push sent after the publish, so
+        # it acts with it within max_pushes_in_flight + 1 chunks.
+        for _ in range(cfg.general.max_pushes_in_flight + 1):
+            ray.get(worker.step_chunk.remote())
+            v2, q2, a2 = ray.get(worker.probe.remote(obs))
+            if v2 == lv2:
+                break
+        assert v2 == lv2
         np.testing.assert_array_equal(q2, lq2)
         assert not np.allclose(q1, q2)
         assert (a1 != a2).any(), "greedy actions unchanged after ~200 updates"
