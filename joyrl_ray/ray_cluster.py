@@ -7,11 +7,14 @@ and on exit the run only disconnects, leaving the cluster and its other jobs run
 Before attaching, the address is probed with one short gRPC call (a GCS ``GetClusterId``
 for ``host:port`` / ``auto``, a Ray Client ``PING`` for ``ray://host:port``), so that a
 wrong address, a wrong kind of port or a missing auth token fails in seconds with one
-line instead of Ray's own minute of retries. Ray >= 2.52 clusters started with
-``ray start --head`` use token authentication whenever the head has a token; Ray itself
-only sends the token to an explicit address when ``RAY_AUTH_MODE=token`` is set, so when
-the cluster asks for a token and this machine has one (``RAY_AUTH_TOKEN``,
-``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), token mode is turned on for this process.
+line instead of Ray's own half minute of retries and log spam.
+
+Token authentication (Ray 2.60): ``ray start --head`` turns it on whenever the head machine
+has a token (``~/.ray/auth_token``, written by ``ray get-auth-token --generate`` or by any
+earlier local ``ray.init``). Ray itself sends a token to an explicit address only when
+``RAY_AUTH_MODE=token`` is set, so when the cluster asks for a token and this machine has
+one (``RAY_AUTH_TOKEN``, else the file ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``)
+and RAY_AUTH_MODE is unset, token mode is turned on for this process until it disconnects.
 """
 
 from __future__ import annotations

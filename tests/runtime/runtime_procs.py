@@ -77,6 +77,16 @@ def ray_procs() -> dict[Proc, str]:
     return found
 
 
+def orphaned_ray_procs(before: dict[Proc, str]) -> dict[Proc, str]:
+    """Ray processes started since ``before`` whose parent is gone (reparented to pid 1)."""
+    found = {}
+    for proc, line in ray_procs().items():
+        st = _stat(proc[0])
+        if proc not in before and st is not None and st[0] == 1:
+            found[proc] = line
+    return found
+
+
 def wait_gone(procs: dict[Proc, str], timeout: float) -> dict[Proc, str]:
     """The processes of ``procs`` still alive after up to ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

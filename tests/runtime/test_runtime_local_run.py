@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from runtime_procs import TrackedRun, task_dirs, wait_gone
+from runtime_procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
 
 LEARN_START = 200
 RATIO = 1.0
@@ -24,6 +24,7 @@ PUBLISH_EVERY = 10
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
     tasks = tmp_path_factory.mktemp("local_run")
+    ray_before = ray_procs()
     run = TrackedRun(
         (
             "general_cfg.mp_backend=ray",
@@ -49,6 +50,7 @@ def local_run(tmp_path_factory):
         assert code is not None, f"main.py did not finish in 420 s\n{run.stderr[-3000:]}"
         (task,) = task_dirs(tasks)
         summary = json.loads((task / "results" / "summary.json").read_text())
+        run.ray_before = ray_before
         yield run, code, task, summary
     finally:
         run.kill()
@@ -71,6 +73,7 @@ def test_no_process_of_the_run_is_left(local_run):
     assert any(c.startswith("ray::Worker") for c in started.values()), started
     left = wait_gone(started, timeout=15)
     assert not left, f"processes of the finished run still alive: {left}"
+    assert not orphaned_ray_procs(run.ray_before)  # none escaped the tree we recorded
 
 
 def test_update_to_data_ratio_is_kept(local_run):

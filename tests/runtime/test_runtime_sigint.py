@@ -10,7 +10,7 @@ import json
 import time
 
 import torch
-from runtime_procs import TrackedRun, task_dirs, wait_gone
+from runtime_procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
 
 from joyrl_ray.checkpoint import checkpoint_updates
 
@@ -29,6 +29,7 @@ def _wait_training(run: TrackedRun, tasks, timeout: float) -> None:
 
 
 def test_sigint_stops_the_run_cleanly(tmp_path):
+    ray_before = ray_procs()  # the test session's Ray, other runs on this machine
     run = TrackedRun(
         (
             "general_cfg.mp_backend=ray",
@@ -51,6 +52,7 @@ def test_sigint_stops_the_run_cleanly(tmp_path):
         took = time.monotonic() - sent
         assert code is not None, f"main.py still running 60 s after SIGINT\n{run.stderr[-3000:]}"
         assert code == 130, run.stderr[-3000:]
+        print(f"main.py exited {took:.1f} s after SIGINT")
         assert took < 15, f"exit took {took:.1f} s after SIGINT"
 
         (task,) = task_dirs(tmp_path)
@@ -66,5 +68,6 @@ def test_sigint_stops_the_run_cleanly(tmp_path):
         assert any(c.startswith("ray::") for c in started.values()), started
         left = wait_gone(started, timeout=15)
         assert not left, f"processes of the interrupted run still alive: {left}"
+        assert not orphaned_ray_procs(ray_before)  # none escaped the tree we recorded
     finally:
         run.kill()
