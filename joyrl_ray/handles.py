@@ -75,10 +75,27 @@ class _RayCall:
 
 
 class RayHandle:
-    """Calls a Ray actor's methods as tasks (``mp_backend: ray``)."""
+    """Calls a named Ray actor's methods as tasks (``mp_backend: ray``).
 
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
+    It pickles as the actor's name and finds the actor again on first use, so actors
+    that receive it hold no actor handle in their constructor arguments: Ray can restart
+    them from their arguments alone, and they reconnect to the named actor.
+    """
+
+    def __init__(self, name: str, actor: Any = None) -> None:
+        self.name = name
+        self._actor = actor
+
+    @property
+    def actor(self) -> Any:
+        if self._actor is None:
+            import ray
+
+            self._actor = ray.get_actor(self.name)
+        return self._actor
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return RayHandle, (self.name,)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Call:
         return _RayCall(getattr(self.actor, method).remote(*args, **kwargs))

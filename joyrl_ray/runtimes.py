@@ -8,6 +8,7 @@ does not know which one it drives.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from joyrl_ray.config import RunConfig
@@ -75,9 +76,10 @@ class RayRuntime:
 
         general = cfg.general
         self.ray = ray
-        server_cls = ray.remote(DataServer).options(num_cpus=0, max_concurrency=1)
+        name = f"joyrl-data-server-{uuid.uuid4().hex[:12]}"
+        server_cls = ray.remote(DataServer).options(num_cpus=0, max_concurrency=1, name=name)
         self.server_actor = server_cls.remote(**server_kwargs)
-        self.data_server = RayHandle(self.server_actor)
+        self.data_server = RayHandle(name, self.server_actor)
         self.learner = None
         if learner_kwargs is not None:
             options: dict[str, Any] = {

@@ -62,7 +62,7 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
     )
     server = (
         ray.remote(SlowDataServer)
-        .options(num_cpus=0, max_concurrency=1)
+        .options(num_cpus=0, max_concurrency=1, name="backpressure-server")
         .remote(
             stop_rule=StopRule(max_env_steps=-1),
             replay=ReplaySpec.from_algo_cfg(cfg.algo),
@@ -72,7 +72,7 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         )
     )
     try:
-        handle = RayHandle(server)
+        handle = RayHandle("backpressure-server", server)
         worker = Worker(0, cfg, handle)
         # As a learner does at its start: version 1 is published, so the worker asks for
         # weights once and from then on only reads versions from its push acks.

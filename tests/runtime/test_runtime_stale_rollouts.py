@@ -22,10 +22,10 @@ def test_stale_rollouts_are_dropped_and_counted(ray_session):
     ray = ray_session
     actor = (
         ray.remote(DataServer)
-        .options(num_cpus=0)
+        .options(num_cpus=0, name="stale-rollouts-server")
         .remote(stop_rule=StopRule(max_env_steps=-1), replay=None, n_workers=1)
     )
-    server = RayHandle(actor)
+    server = RayHandle("stale-rollouts-server", actor)
     try:
         server.call("publish_weights", server.share({"w": np.zeros(3)}), 2).result()
 

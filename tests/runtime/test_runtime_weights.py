@@ -58,7 +58,7 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
     )
     server = (
         ray.remote(DataServer)
-        .options(num_cpus=0)
+        .options(num_cpus=0, name="weights-test-server")
         .remote(
             stop_rule=StopRule(max_env_steps=-1),
             replay=ReplaySpec.from_algo_cfg(cfg.algo),
@@ -66,7 +66,7 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
             learner_lag_tolerance=-1,
         )
     )
-    handle = RayHandle(server)
+    handle = RayHandle("weights-test-server", server)
     learner = (
         ray.remote(ProbeLearner)
         .options(num_cpus=0)
