@@ -57,7 +57,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
-    """``["general_cfg.seed=1", ...]`` to ``{"general_cfg": {"seed": 1}}`` (values parsed as yaml)."""
+    """``["general_cfg.seed=1"]`` to ``{"general_cfg": {"seed": 1}}``; values are parsed as yaml."""
     parsed: dict[str, dict[str, Any]] = {}
     for item in overrides:
         key, sep, _ = item.partition("=")
@@ -173,7 +173,8 @@ def _check_general(general: DictConfig) -> None:
     step = str(general.load_model_step)
     if step not in ("best", "last") and not step.isdigit():
         raise ConfigError(
-            f"general_cfg.load_model_step={step!r} is not allowed; allowed: best, last, or an update number"
+            f"general_cfg.load_model_step={step!r} is not allowed; "
+            "allowed: best, last, or an update number"
         )
 
 

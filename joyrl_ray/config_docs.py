@@ -44,9 +44,9 @@ def _default(field: dataclasses.Field) -> str:
 
 
 def table(cls: type, section: str) -> str:
-    notes = _comments(cls)
+    notes = {key: text.replace("|", "&#124;") for key, text in _comments(cls).items()}
     rows = [
-        f"| `{section}.{f.name}` | `{_default(f)}` | {notes.get(f.name, '').replace('|', '&#124;')} |"
+        f"| `{section}.{f.name}` | `{_default(f)}` | {notes.get(f.name, '')} |"
         for f in dataclasses.fields(cls)
     ]
     return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *rows])

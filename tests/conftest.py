@@ -28,7 +28,12 @@ def run_main(*args: str, cwd: Path = ROOT, timeout: float = 600, **popen: object
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
         [sys.executable, str(ROOT / "main.py"), *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, **popen,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **popen,
     )
 
 

@@ -20,7 +20,7 @@ general_cfg:
   mp_backend: single # multi-processing mode: null(default), ray
   n_workers: 1 # number of workers if using multi-processing, default 1
   load_checkpoint: false # if load checkpoint or not
-  load_path: Train_CartPole-v1_DQN_20221026-054757 # if load checkpoint, then config path in 'tasks' dir
+  load_path: Train_CartPole-v1_DQN_20221026-054757 # config path in 'tasks' dir
   max_episode: 100 # max episodes, set -1 to keep running
   max_step: 200 # max steps per episode
   seed: 1 # random seed, set 0 not to use seed
@@ -140,7 +140,8 @@ def test_unknown_key_in_yaml(tmp_path: Path) -> None:
 def test_bad_input_from_the_command_line_prints_no_traceback(tmp_path: Path) -> None:
     result = run_main("general_cfg.sed=1", f"general_cfg.tasks_dir={tmp_path}")
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        result.stderr.strip()
-    ] and "did you mean general_cfg.seed" in result.stderr
+    assert (
+        result.stderr.strip().splitlines() == [result.stderr.strip()]
+        and "did you mean general_cfg.seed" in result.stderr
+    )
     assert not list(tmp_path.iterdir())  # nothing started, nothing written

@@ -13,9 +13,14 @@ CARTPOLE_DQN = str(ROOT / "configs" / "cartpole_dqn.yaml")
 
 
 def test_dqn_improves_quickly(tmp_path: Path) -> None:
-    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=1",
-                   "general_cfg.max_env_steps=12000", "general_cfg.reward_threshold=150",
-                   yaml_path=CARTPOLE_DQN)
+    cfg = make_cfg(
+        tmp_path,
+        "general_cfg.mp_backend=single",
+        "general_cfg.seed=1",
+        "general_cfg.max_env_steps=12000",
+        "general_cfg.reward_threshold=150",
+        yaml_path=CARTPOLE_DQN,
+    )
     result = run(cfg)
     best = max(e["return_mean"] for e in result.summary["eval_history"])
     assert best >= 150, result.summary["eval_history"]
@@ -23,9 +28,14 @@ def test_dqn_improves_quickly(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_dqn_solves_cartpole(tmp_path: Path) -> None:
-    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=1",
-                   "general_cfg.max_env_steps=60000", "general_cfg.reward_threshold=475",
-                   yaml_path=CARTPOLE_DQN)
+    cfg = make_cfg(
+        tmp_path,
+        "general_cfg.mp_backend=single",
+        "general_cfg.seed=1",
+        "general_cfg.max_env_steps=60000",
+        "general_cfg.reward_threshold=475",
+        yaml_path=CARTPOLE_DQN,
+    )
     result = run(cfg)
     assert result.summary["solved"], result.summary["eval_history"]
     assert result.summary["stop_reason"] == "reward_threshold"
@@ -42,8 +52,14 @@ def test_dqn_solves_cartpole(tmp_path: Path) -> None:
     ids=["per", "double-nstep", "dueling-per-nstep"],
 )
 def test_dqn_variants_learn(tmp_path: Path, overrides: tuple[str, ...]) -> None:
-    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=2",
-                   "general_cfg.max_env_steps=20000", "general_cfg.reward_threshold=200",
-                   *overrides, yaml_path=CARTPOLE_DQN)
+    cfg = make_cfg(
+        tmp_path,
+        "general_cfg.mp_backend=single",
+        "general_cfg.seed=2",
+        "general_cfg.max_env_steps=20000",
+        "general_cfg.reward_threshold=200",
+        *overrides,
+        yaml_path=CARTPOLE_DQN,
+    )
     result = run(cfg)
     assert result.summary["solved"], result.summary["eval_history"]

@@ -37,12 +37,18 @@ def test_single_process_run_writes_the_task_directory(tmp_path: Path) -> None:
     assert summary["mode"] == "train" and summary["env_steps"] >= 1500
     assert summary["stop_reason"] == "max_env_steps"
     evals = summary["eval_history"]
-    assert evals and set(evals[0]) >= {"env_steps", "updates", "wall_time_s", "return_mean",
-                                        "return_std"}
+    assert evals and set(evals[0]) >= {
+        "env_steps",
+        "updates",
+        "wall_time_s",
+        "return_mean",
+        "return_std",
+    }
     assert [e["updates"] for e in evals] == sorted(e["updates"] for e in evals)
 
     episodes = (task / "results" / "episodes.csv").read_text().strip().splitlines()
-    assert episodes[0].startswith("episode,env_steps,return") and len(episodes) - 1 == summary["episodes"]
+    assert episodes[0].startswith("episode,env_steps,return")
+    assert len(episodes) - 1 == summary["episodes"]
     assert (task / "logs" / "log.txt").is_file()
     assert list((task / "logs").glob("events.out.tfevents.*"))
     assert (task / "figs" / "rewards.png").is_file()
