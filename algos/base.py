@@ -41,6 +41,8 @@ class Policy(ABC):
 
     #: True for algorithms that learn from fresh rollouts (PPO), False for replay (DQN).
     on_policy: ClassVar[bool] = False
+    #: Attributes saved in checkpoints: modules, optimizers (anything with state_dict) or tensors.
+    state_attrs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
@@ -109,12 +111,24 @@ class Policy(ABC):
         """Transitions per sampled batch for off-policy algorithms."""
         return int(self.cfg.batch_size)
 
-    @abstractmethod
     def state_dict(self) -> dict[str, Any]:
-        """Everything a resumed learner needs: networks, optimizers, counters."""
+        """Everything a resumed learner needs: each of :attr:`state_attrs`, and the update count."""
+        state: dict[str, Any] = {"updates": self.updates}
+        for name in self.state_attrs:
+            value = getattr(self, name)
+            is_tensor = isinstance(value, torch.Tensor)
+            state[name] = value.detach().cpu().clone() if is_tensor else value.state_dict()
+        return state
 
-    @abstractmethod
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in self.state_attrs:
+            value = getattr(self, name)
+            if isinstance(value, torch.Tensor):
+                with torch.no_grad():
+                    value.copy_(torch.as_tensor(state[name]))
+            else:
+                value.load_state_dict(state[name])
+        self.updates = int(state["updates"])
 
 
 def to_tensor(

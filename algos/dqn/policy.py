@@ -41,6 +41,8 @@ class DuelingQNetwork(nn.Module):
 class DQNPolicy(Policy):
     """Value-based control for Discrete action spaces."""
 
+    state_attrs = ("q_net", "target_net", "optimizer")
+
     def __init__(
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
@@ -128,17 +130,3 @@ class DQNPolicy(Policy):
             },
             priorities=td_error.detach().abs().cpu().numpy(),
         )
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "q_net": self.q_net.state_dict(),
-            "target_net": self.target_net.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "updates": self.updates,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.q_net.load_state_dict(state["q_net"])
-        self.target_net.load_state_dict(state["target_net"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.updates = int(state["updates"])

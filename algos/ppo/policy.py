@@ -27,6 +27,8 @@ from algos.ppo.scaling import RewardScaler
 class PPOPolicy(Policy):
     """Stochastic actor (Categorical, MultiCategorical or Gaussian) and a state-value critic."""
 
+    state_attrs = ("actor", "critic", "optimizer")
+
     on_policy = True
 
     def __init__(
@@ -228,22 +230,15 @@ class PPOPolicy(Policy):
 
     # ----- state -----
     def state_dict(self) -> dict[str, Any]:
+        scaler = self.reward_scaler.stats.state_dict() if self.reward_scaler is not None else None
         return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "updates": self.updates,
+            **super().state_dict(),
             "transitions_learned": self.transitions_learned,
-            "reward_scaler": (
-                self.reward_scaler.stats.state_dict() if self.reward_scaler is not None else None
-            ),
+            "reward_scaler": scaler,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.updates = int(state["updates"])
+        super().load_state_dict(state)
         self.transitions_learned = int(state.get("transitions_learned", 0))
         if self.reward_scaler is not None and state.get("reward_scaler"):
             self.reward_scaler.stats.load_state_dict(state["reward_scaler"])

@@ -53,6 +53,16 @@ class SquashedGaussianActor(nn.Module):
 class SACPolicy(Policy):
     """Continuous control on a bounded 1-D Box action space."""
 
+    state_attrs = (
+        "actor",
+        "critic",
+        "critic_target",
+        "actor_optimizer",
+        "critic_optimizer",
+        "log_alpha",
+        "alpha_optimizer",
+    )
+
     def __init__(
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
@@ -151,27 +161,3 @@ class SACPolicy(Policy):
             },
             priorities=td_abs.cpu().numpy(),
         )
-
-    # ----- state -----
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "log_alpha": self.log_alpha.detach().cpu(),
-            "alpha_optimizer": self.alpha_optimizer.state_dict(),
-            "updates": self.updates,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        with torch.no_grad():
-            self.log_alpha.copy_(torch.as_tensor(state["log_alpha"]))
-        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
-        self.updates = int(state["updates"])

@@ -24,6 +24,15 @@ from algos.networks import build_network, soft_update
 class TD3Policy(Policy):
     """Continuous control on a bounded 1-D Box action space."""
 
+    state_attrs = (
+        "actor",
+        "actor_target",
+        "critic",
+        "critic_target",
+        "actor_optimizer",
+        "critic_optimizer",
+    )
+
     def __init__(
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
@@ -103,24 +112,3 @@ class TD3Policy(Policy):
             },
             priorities=td_abs.cpu().numpy(),
         )
-
-    # ----- state -----
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "actor": self.actor.state_dict(),
-            "actor_target": self.actor_target.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "updates": self.updates,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.actor_target.load_state_dict(state["actor_target"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.updates = int(state["updates"])
