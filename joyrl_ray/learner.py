@@ -21,7 +21,7 @@ import torch
 from algos import get_algorithm
 from algos.base import Batch
 from envs.registry import make_env
-from joyrl_ray.checkpoint import CheckpointStore
+from joyrl_ray.checkpoint import CheckpointError, CheckpointStore, find_checkpoint
 from joyrl_ray.config import RunConfig
 from joyrl_ray.evaluator import Evaluator
 from joyrl_ray.handles import Call, Handle
@@ -77,6 +77,9 @@ class Learner:
         self.weights_version = 0
         self.best_return = -math.inf
         self.counters = {"env_steps": 0, "episodes": 0, "updates": 0}
+        own = self._own_last_checkpoint()
+        if own is not None:  # restarted by Ray: carry on from this run's own last checkpoint
+            checkpoint = own
         if checkpoint is not None:
             self._restore(checkpoint)
         self.pending_sample: Call | None = None
@@ -87,6 +90,15 @@ class Learner:
         self.publish_weights()
 
     # ----- state -----
+    def _own_last_checkpoint(self) -> dict[str, Any] | None:
+        """This run's newest intact checkpoint, if the learner wrote one before a restart."""
+        if not (self.store.dir / "last.pt").is_file():
+            return None
+        try:
+            return find_checkpoint(self.store.dir.parent, "last").state
+        except CheckpointError:
+            return None
+
     def _restore(self, checkpoint: dict[str, Any]) -> None:
         self.policy.load_state_dict(checkpoint["policy"])
         self.weights_version = int(checkpoint.get("weights_version", 0))
