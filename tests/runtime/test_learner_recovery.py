@@ -14,9 +14,15 @@ from tests.conftest import make_cfg
 
 
 def test_restarted_learner_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
-    cfg = make_cfg(tmp_path, "general_cfg.mp_backend=single", "general_cfg.seed=4",
-                   "general_cfg.max_env_steps=1600", "general_cfg.model_save_fre=200",
-                   "general_cfg.online_eval=false", "algo_cfg.learn_start=500")
+    cfg = make_cfg(
+        tmp_path,
+        "general_cfg.mp_backend=single",
+        "general_cfg.seed=4",
+        "general_cfg.max_env_steps=1600",
+        "general_cfg.model_save_fre=200",
+        "general_cfg.online_eval=false",
+        "algo_cfg.learn_start=500",
+    )
     first = run(cfg)
     summary = json.loads((first.task_dir / "results" / "summary.json").read_text())
     assert summary["updates"] > 200
