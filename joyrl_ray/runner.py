@@ -99,6 +99,55 @@ def run(cfg: RunConfig) -> RunResult:
             ray_cluster.disconnect(ray_mode)
 
 
+def _server_kwargs(cfg: RunConfig, spec: Any, counters: dict[str, int] | None) -> dict[str, Any]:
+    general = cfg.general
+    train = general.mode == "train"
+    off_policy = train and not spec.policy_cls.on_policy
+    return {
+        "stop_rule": StopRule(
+            max_env_steps=general.max_env_steps if train else -1,
+            max_episode=general.max_episode,
+            reward_threshold=general.reward_threshold if train else None,
+        ),
+        "replay": ReplaySpec.from_algo_cfg(cfg.algo) if off_policy else None,
+        "n_workers": general.n_workers,
+        "learner_lag_tolerance": general.learner_lag_tolerance,
+        "counters": counters,
+        "seed": general.seed or None,
+    }
+
+
+def _make_runtime(
+    cfg: RunConfig,
+    server_kwargs: dict[str, Any],
+    learner_kwargs: dict[str, Any] | None,
+    ray_mode: str | None,
+    worker_cpus: float,
+) -> LocalRuntime | RayRuntime:
+    if ray_mode is None:
+        return LocalRuntime(cfg, server_kwargs, learner_kwargs)
+    import ray
+
+    # On a Ray this run started, keep the learner (and its checkpoints) on the driver's node.
+    node = ray.get_runtime_context().get_node_id() if ray_mode != "attached" else None
+    return RayRuntime(
+        cfg, server_kwargs, learner_kwargs, worker_num_cpus=worker_cpus, learner_node=node
+    )
+
+
+def _drive_loop(runtime: LocalRuntime | RayRuntime, recorder: Recorder) -> int:
+    """Advance the roles and record their reports until every role is done."""
+    exit_code = EXIT_OK
+    with _Interrupt() as interrupt:
+        while not runtime.advance(POLL_S):
+            recorder.ingest(runtime.data_server.call("drain_reports").result())
+            if interrupt.requested and exit_code == EXIT_OK:
+                runtime.data_server.call("request_stop", "interrupted").result()
+                recorder.log("interrupted: stopping every role")
+                exit_code = EXIT_INTERRUPTED
+    return exit_code
+
+
 def _drive(
     cfg: RunConfig,
     task: TaskDir,
@@ -113,19 +162,6 @@ def _drive(
     resume, source = start.resume, start.source
     carried = modes.carry_over(start, task)
     counters = dict(resume["counters"]) if resume else None
-    off_policy = train and not spec.policy_cls.on_policy
-    server_kwargs = {
-        "stop_rule": StopRule(
-            max_env_steps=general.max_env_steps if train else -1,
-            max_episode=general.max_episode,
-            reward_threshold=general.reward_threshold if train else None,
-        ),
-        "replay": ReplaySpec.from_algo_cfg(cfg.algo) if off_policy else None,
-        "n_workers": general.n_workers,
-        "learner_lag_tolerance": general.learner_lag_tolerance,
-        "counters": counters,
-        "seed": general.seed or None,
-    }
     learner_kwargs = None
     if train:
         learner_kwargs = {
@@ -134,7 +170,6 @@ def _drive(
             "checkpoint": resume,
             "threads": max(1, int(general.learner_num_cpus)),
         }
-    history = modes.previous_history(source, counters) if resume else {}
     recorder = Recorder(
         task,
         started_at=started_at,
@@ -143,70 +178,57 @@ def _drive(
         progress=general.progress,
         collect_traj=general.collect_traj,
         counters=counters,
-        history=history,
+        history=modes.previous_history(source, counters) if resume else {},
     )
-    recorder.log(f"task directory {task.root}; backend {general.mp_backend}; mode {general.mode}")
-    if start.checkpoint_file is not None:
-        what = "resuming from" if resume else "testing"
-        recorder.log(f"{what} {start.checkpoint_file}; carried over: {', '.join(carried) or '-'}")
-    for note in start.notes:
-        recorder.log(f"warning: {note}")
-    if ray_mode is None:
-        runtime: LocalRuntime | RayRuntime = LocalRuntime(cfg, server_kwargs, learner_kwargs)
-    else:
-        import ray
-
-        node = ray.get_runtime_context().get_node_id() if ray_mode != "attached" else None
-        runtime = RayRuntime(
-            cfg, server_kwargs, learner_kwargs, worker_num_cpus=worker_cpus, learner_node=node
+    try:
+        recorder.log(
+            f"task directory {task.root}; backend {general.mp_backend}; mode {general.mode}"
         )
-    test_policy = None
-    if not train:  # workers act with the checkpoint's weights
-        test_policy = start.policy
-        server = runtime.data_server
-        server.call("publish_weights", server.share(test_policy.get_weights()), 1).result()
-
-    exit_code = EXIT_OK
-    with _Interrupt() as interrupt:
-        stop_sent = False
-        while True:
-            done = runtime.advance(POLL_S)
+        if start.checkpoint_file is not None:
+            what = "resuming from" if resume else "testing"
+            recorder.log(
+                f"{what} {start.checkpoint_file}; carried over: {', '.join(carried) or '-'}"
+            )
+        for note in start.notes:
+            recorder.log(f"warning: {note}")
+        runtime = _make_runtime(
+            cfg, _server_kwargs(cfg, spec, counters), learner_kwargs, ray_mode, worker_cpus
+        )
+        try:
+            if not train:  # workers act with the checkpoint's weights
+                server = runtime.data_server
+                server.call("publish_weights", server.share(start.policy.get_weights()), 1).result()
+            exit_code = _drive_loop(runtime, recorder)
+            roles = runtime.role_stats()
+            server_stats = runtime.data_server.call("stats").result()
             recorder.ingest(runtime.data_server.call("drain_reports").result())
-            if interrupt.requested and not stop_sent:
-                runtime.data_server.call("request_stop", "interrupted").result()
-                recorder.log("interrupted: stopping every role")
-                stop_sent = True
-                exit_code = EXIT_INTERRUPTED
-            if done:
-                break
-        roles = runtime.role_stats()
-        server_stats = runtime.data_server.call("stats").result()
-        recorder.ingest(runtime.data_server.call("drain_reports").result())
-    runtime.shutdown()
+        finally:
+            runtime.shutdown()
 
-    render: dict[str, Any] = {}
-    if test_policy is not None and cfg.env.render_mode is not None and exit_code == EXIT_OK:
-        render = record_video(cfg, test_policy, task, n_episodes=general.render_n_episodes)
-        if "render_error" in render:
-            recorder.log(f"rendering failed: {render['render_error']}")
-            print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
-    summary = _summary(cfg, recorder, roles, server_stats, started_at, source)
-    summary["loaded_checkpoint"] = (
-        str(start.checkpoint_file) if start.checkpoint_file is not None else None
-    )
-    summary.update(render)
-    recorder.write_summary(summary)
-    if general.save_fig or general.show_fig:
-        save_reward_figures(
-            task,
-            recorder.episode_rows,
-            recorder.eval_history,
-            mode=general.mode,
-            save=general.save_fig,
-            show=general.show_fig,
+        render: dict[str, Any] = {}
+        if not train and cfg.env.render_mode is not None and exit_code == EXIT_OK:
+            render = record_video(cfg, start.policy, task, n_episodes=general.render_n_episodes)
+            if "render_error" in render:
+                recorder.log(f"rendering failed: {render['render_error']}")
+                print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
+        summary = _summary(cfg, recorder, roles, server_stats, started_at, source)
+        summary["loaded_checkpoint"] = (
+            str(start.checkpoint_file) if start.checkpoint_file is not None else None
         )
-    recorder.log(f"finished: {summary['stop_reason']}")
-    recorder.close()
+        summary.update(render)
+        recorder.write_summary(summary)
+        if general.save_fig or general.show_fig:
+            save_reward_figures(
+                task,
+                recorder.episode_rows,
+                recorder.eval_history,
+                mode=general.mode,
+                save=general.save_fig,
+                show=general.show_fig,
+            )
+        recorder.log(f"finished: {summary['stop_reason']}")
+    finally:
+        recorder.close()
     return RunResult(task.root, exit_code, summary)
 
 

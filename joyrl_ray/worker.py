@@ -110,6 +110,7 @@ class Worker:
         )
         self.tracker = EpisodeTracker(self.n_envs, general.collect_traj)
         self.weights_version = 0
+        self._rollout_version = -1  # on-policy: the version our last rollout was made with
         self.global_env_steps = start_steps
         self.local_env_steps = 0
         self.own_env_steps = 0  # this worker's steps handed to the DataServer (for stats)
@@ -231,7 +232,7 @@ class Worker:
             self.wait_s += time.monotonic() - t0
             return WAITING  # test mode acts only with the checkpoint's weights
         if self.on_policy:
-            if self.weights_version in (0, getattr(self, "_rollout_version", -1)):
+            if self.weights_version in (0, self._rollout_version):
                 self.wait_s += time.monotonic() - t0
                 return WAITING  # no weights published yet, or our last rollout is not consumed
             self._rollout_version = self.weights_version
