@@ -8,6 +8,7 @@ networks work in normalised units ``[-1, 1]`` per dimension, mapped to the Box b
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -80,3 +81,31 @@ def off_policy_columns(
         key: to_tensor(batch[key], device, torch.float32)
         for key in ("obs", "actions", "rewards", "next_obs", "discounts", "weights")
     }
+
+
+@dataclass
+class CriticUpdate:
+    loss: float
+    q_mean: float
+    td_abs: torch.Tensor  # per sample, mean of both critics: the new PER priorities
+    grad_norm: float
+
+
+def update_twin_critic(
+    critic: TwinQ,
+    optimizer: torch.optim.Optimizer,
+    columns: dict[str, torch.Tensor],
+    actions: torch.Tensor,
+    target: torch.Tensor,
+    max_grad_norm: float | None,
+) -> CriticUpdate:
+    """One step of both critics towards ``target``, losses weighted by the IS ``weights``."""
+    q1, q2 = critic(columns["obs"], actions)
+    td1, td2 = q1 - target, q2 - target
+    loss = 0.5 * (columns["weights"] * (td1.pow(2) + td2.pow(2))).mean()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = clip_grads(critic, max_grad_norm)
+    optimizer.step()
+    td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
+    return CriticUpdate(float(loss.detach()), float(q1.detach().mean()), td_abs, grad_norm)

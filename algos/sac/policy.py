@@ -20,7 +20,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from algos.base import Batch, LearnResult, Policy, to_tensor
-from algos.continuous import BoxScaler, TwinQ, check_spaces, clip_grads, off_policy_columns
+from algos.continuous import (
+    BoxScaler,
+    TwinQ,
+    check_spaces,
+    clip_grads,
+    off_policy_columns,
+    update_twin_critic,
+)
 from algos.networks import build_network, soft_update
 
 LOG2 = math.log(2.0)
@@ -118,13 +125,9 @@ class SACPolicy(Policy):
             tq1, tq2 = self.critic_target(b["next_obs"], next_actions)
             soft_value = torch.min(tq1, tq2) - alpha * next_log_prob
             target = b["rewards"] + b["discounts"] * soft_value
-        q1, q2 = self.critic(b["obs"], actions)
-        td1, td2 = q1 - target, q2 - target
-        critic_loss = 0.5 * (b["weights"] * (td1.pow(2) + td2.pow(2))).mean()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        critic_grad = clip_grads(self.critic, cfg.max_grad_norm)
-        self.critic_optimizer.step()
+        critic = update_twin_critic(
+            self.critic, self.critic_optimizer, b, actions, target, cfg.max_grad_norm
+        )
 
         new_actions, log_prob = self.actor(b["obs"])
         self.critic.requires_grad_(False)
@@ -146,18 +149,17 @@ class SACPolicy(Policy):
         self.updates += 1
         if self.updates % max(int(cfg.target_update), 1) == 0:
             soft_update(self.critic_target, self.critic, float(cfg.tau))
-        td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
         return LearnResult(
             metrics={
-                "critic_loss": float(critic_loss.detach()),
+                "critic_loss": critic.loss,
                 "actor_loss": float(actor_loss.detach()),
                 "alpha_loss": float(alpha_loss.detach()),
                 "alpha": self.alpha,
                 "entropy": float(-log_prob.detach().mean()),
-                "q_mean": float(q1.detach().mean()),
-                "td_abs_mean": float(td_abs.mean()),
-                "critic_grad_norm": critic_grad,
+                "q_mean": critic.q_mean,
+                "td_abs_mean": float(critic.td_abs.mean()),
+                "critic_grad_norm": critic.grad_norm,
                 "actor_grad_norm": actor_grad,
             },
-            priorities=td_abs.cpu().numpy(),
+            priorities=critic.td_abs.cpu().numpy(),
         )

@@ -17,7 +17,14 @@ import torch
 from torch import nn
 
 from algos.base import Batch, LearnResult, Policy, to_tensor
-from algos.continuous import BoxScaler, TwinQ, check_spaces, clip_grads, off_policy_columns
+from algos.continuous import (
+    BoxScaler,
+    TwinQ,
+    check_spaces,
+    clip_grads,
+    off_policy_columns,
+    update_twin_critic,
+)
 from algos.networks import build_network, soft_update
 
 
@@ -80,13 +87,9 @@ class TD3Policy(Policy):
             target = b["rewards"] + b["discounts"] * torch.min(
                 *self.critic_target(b["next_obs"], next_actions)
             )
-        q1, q2 = self.critic(b["obs"], actions)
-        td1, td2 = q1 - target, q2 - target
-        critic_loss = 0.5 * (b["weights"] * (td1.pow(2) + td2.pow(2))).mean()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        critic_grad = clip_grads(self.critic, cfg.max_grad_norm)
-        self.critic_optimizer.step()
+        critic = update_twin_critic(
+            self.critic, self.critic_optimizer, b, actions, target, cfg.max_grad_norm
+        )
         self.updates += 1
 
         if self.updates % max(int(cfg.policy_delay), 1) == 0:
@@ -101,14 +104,13 @@ class TD3Policy(Policy):
             soft_update(self.critic_target, self.critic, float(cfg.tau))
             soft_update(self.actor_target, self.actor, float(cfg.tau))
 
-        td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
         return LearnResult(
             metrics={
-                "critic_loss": float(critic_loss.detach()),
+                "critic_loss": critic.loss,
                 "actor_loss": self.last_actor_loss,
-                "q_mean": float(q1.detach().mean()),
-                "td_abs_mean": float(td_abs.mean()),
-                "critic_grad_norm": critic_grad,
+                "q_mean": critic.q_mean,
+                "td_abs_mean": float(critic.td_abs.mean()),
+                "critic_grad_norm": critic.grad_norm,
             },
-            priorities=td_abs.cpu().numpy(),
+            priorities=critic.td_abs.cpu().numpy(),
         )
