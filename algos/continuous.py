@@ -7,16 +7,18 @@ networks work in normalised units ``[-1, 1]`` per dimension, mapped to the Box b
 
 from __future__ import annotations
 
+import copy
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from algos.base import to_tensor
+from algos.base import Batch, Policy, to_tensor
 from algos.networks import build_network
 
 
@@ -109,3 +111,41 @@ def update_twin_critic(
     optimizer.step()
     td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
     return CriticUpdate(float(loss.detach()), float(q1.detach().mean()), td_abs, grad_norm)
+
+
+class TwinCriticPolicy(Policy):
+    """What SAC and TD3 share: a Box action scaler, an actor, twin critics with a target,
+    their optimizers, and uniform random actions for the first ``random_steps`` env steps."""
+
+    label: ClassVar[str]
+
+    def __init__(
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+    ) -> None:
+        super().__init__(cfg, obs_space, action_space, device)
+        check_spaces(obs_space, action_space, self.label)
+        self.scaler = BoxScaler(action_space)
+        obs_dim, action_dim = int(obs_space.shape[0]), self.scaler.dim
+        self.actor = self.build_actor(obs_dim, action_dim).to(device)
+        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+
+    @abstractmethod
+    def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:
+        """The actor network, mapping observations to normalised ``[-1, 1]`` actions."""
+
+    @abstractmethod
+    def act_normalised(self, obs: torch.Tensor, explore: bool) -> np.ndarray:
+        """Normalised actions for a batch of observations (with exploration noise if asked)."""
+
+    def acting_modules(self) -> dict[str, nn.Module]:
+        return {"actor": self.actor}
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
+        if explore and env_steps < self.cfg.random_steps:
+            return self.scaler.uniform(self.rng, len(obs)), {}
+        normalised = self.act_normalised(to_tensor(obs, self.device, torch.float32), explore)
+        return self.scaler.to_env(normalised), {}

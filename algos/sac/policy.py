@@ -9,7 +9,6 @@ action, so ``target_entropy = -|A|`` means the same for every action range.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -19,11 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.base import Batch, LearnResult
 from algos.continuous import (
-    BoxScaler,
-    TwinQ,
-    check_spaces,
+    TwinCriticPolicy,
     clip_grads,
     off_policy_columns,
     update_twin_critic,
@@ -57,8 +54,10 @@ class SquashedGaussianActor(nn.Module):
         return torch.tanh(u), log_prob
 
 
-class SACPolicy(Policy):
+class SACPolicy(TwinCriticPolicy):
     """Continuous control on a bounded 1-D Box action space."""
+
+    label = "SAC"
 
     state_attrs = (
         "actor",
@@ -74,40 +73,26 @@ class SACPolicy(Policy):
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
-        check_spaces(obs_space, action_space, "SAC")
-        self.scaler = BoxScaler(action_space)
-        obs_dim, action_dim = int(obs_space.shape[0]), self.scaler.dim
-        self.actor = SquashedGaussianActor(cfg, obs_dim, action_dim).to(device)
-        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
         self.log_alpha = torch.tensor(
             math.log(cfg.alpha), device=device, requires_grad=bool(cfg.auto_alpha)
         )
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
         self.target_entropy = (
-            float(cfg.target_entropy) if cfg.target_entropy is not None else -float(action_dim)
+            float(cfg.target_entropy) if cfg.target_entropy is not None else -float(self.scaler.dim)
         )
 
     # ----- acting -----
-    def acting_modules(self) -> dict[str, nn.Module]:
-        return {"actor": self.actor}
+    def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:
+        return SquashedGaussianActor(self.cfg, obs_dim, action_dim)
 
-    @torch.no_grad()
-    def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
-        rows = len(obs)
-        if explore and env_steps < self.cfg.random_steps:
-            return self.scaler.uniform(self.rng, rows), {}
+    def act_normalised(self, obs: torch.Tensor, explore: bool) -> np.ndarray:
         noise = None
         if explore:
             noise = torch.as_tensor(
-                self.rng.standard_normal((rows, self.scaler.dim)), dtype=torch.float32
+                self.rng.standard_normal((len(obs), self.scaler.dim)), dtype=torch.float32
             ).to(self.device)
-        normalised, _ = self.actor(
-            to_tensor(obs, self.device, torch.float32), noise, deterministic=not explore
-        )
-        return self.scaler.to_env(normalised.cpu().numpy()), {}
+        normalised, _ = self.actor(obs, noise, deterministic=not explore)
+        return normalised.cpu().numpy()
 
     # ----- learning -----
     @property

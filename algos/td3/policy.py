@@ -16,11 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.base import Batch, LearnResult
 from algos.continuous import (
-    BoxScaler,
-    TwinQ,
-    check_spaces,
+    TwinCriticPolicy,
     clip_grads,
     off_policy_columns,
     update_twin_critic,
@@ -28,8 +26,10 @@ from algos.continuous import (
 from algos.networks import build_network, soft_update
 
 
-class TD3Policy(Policy):
+class TD3Policy(TwinCriticPolicy):
     """Continuous control on a bounded 1-D Box action space."""
+
+    label = "TD3"
 
     state_attrs = (
         "actor",
@@ -44,33 +44,21 @@ class TD3Policy(Policy):
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
-        check_spaces(obs_space, action_space, "TD3")
-        self.scaler = BoxScaler(action_space)
-        obs_dim, action_dim = int(obs_space.shape[0]), self.scaler.dim
-        self.actor = nn.Sequential(
-            build_network(cfg.actor_layers, (obs_dim,), action_dim), nn.Tanh()
-        ).to(device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
         self.last_actor_loss = 0.0
 
     # ----- acting -----
-    def acting_modules(self) -> dict[str, nn.Module]:
-        return {"actor": self.actor}
+    def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:
+        return nn.Sequential(
+            build_network(self.cfg.actor_layers, (obs_dim,), action_dim), nn.Tanh()
+        )
 
-    @torch.no_grad()
-    def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
-        rows = len(obs)
-        if explore and env_steps < self.cfg.random_steps:
-            return self.scaler.uniform(self.rng, rows), {}
-        normalised = self.actor(to_tensor(obs, self.device, torch.float32)).cpu().numpy()
+    def act_normalised(self, obs: torch.Tensor, explore: bool) -> np.ndarray:
+        normalised = self.actor(obs).cpu().numpy()
         if explore:
             noise = self.cfg.expl_noise * self.rng.standard_normal(normalised.shape)
             normalised = np.clip(normalised + noise, -1.0, 1.0)
-        return self.scaler.to_env(normalised), {}
+        return normalised
 
     # ----- learning -----
     def learn(self, batch: Batch) -> LearnResult:
