@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
+import time
+
+STARTED_AT = time.time()  # before the heavy imports: run times count from the process start
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -20,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from joyrl_ray.cli import run_from_cli
 
-    return run_from_cli(args.yaml, args.overrides)
+    return run_from_cli(args.yaml, args.overrides, started_at=STARTED_AT)
 
 
 if __name__ == "__main__":

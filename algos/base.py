@@ -1,18 +1,26 @@
 """The contract between an algorithm and the runtime.
 
-An algorithm is a ``Policy`` subclass plus a config dataclass. The runtime builds one policy
-per worker (acting side) and one per learner (learning side) from the same class, moves
-numpy weights from the learner to the workers, and hands the learner batches of columns.
-Nothing here imports ray: the runtime never knows which algorithm runs, and an algorithm
-never knows how its data travelled.
+An algorithm is a ``Policy`` subclass plus a config dataclass. The runtime builds one
+acting policy per worker (``learning=False``: only what :meth:`Policy.act` needs, no
+optimizers, target nets or critics) and one learning policy per learner, moves numpy
+weights of the acting modules from the learner to the workers, and hands the learner
+batches of columns. Nothing here imports ray: the runtime never knows which algorithm
+runs, and an algorithm never knows how its data travelled.
 
-Columns a worker produces for every step (first axis = batch, or [time, env] on-policy):
-``obs``, ``actions``, ``rewards``, ``next_obs``, ``terminated``, ``truncated`` plus the
-extras returned by :meth:`Policy.act`. Off-policy batches are n-step folded by the worker:
-``rewards`` is the discounted n-step sum and ``discounts`` is ``gamma**k`` (0 after a
-terminal state), so every target is ``rewards + discounts * V(next_obs)``. Prioritized
-batches also carry ``weights`` (importance sampling) and the learner returns new
-priorities from :meth:`Policy.learn`.
+The policy tells the runtime what data it needs (:meth:`Policy.data_needs`): replay with
+an update-to-data ratio (off-policy) or rollouts of a fixed length (on-policy).
+
+Columns (``joyrl_ray.batch``) a worker produces for every step (first axis = batch, or
+``[time, env]`` on-policy): ``obs``, ``actions``, ``rewards``, ``next_obs``,
+``terminated``, ``truncated`` plus the extras returned by :meth:`Policy.act`. Off-policy
+batches are n-step folded by the worker: ``rewards`` is the discounted n-step sum and
+``discounts`` is ``gamma**k`` (0 after a terminal state), so every target is
+``rewards + discounts * V(next_obs)``. Sampled batches also carry ``weights``
+(importance sampling, ones without PER) and the learner returns new priorities from
+:meth:`Policy.learn`.
+
+Every gradient step goes through :meth:`Policy.optimize`, the one place where gradients
+are averaged over data-parallel learners and clipped.
 """
 
 from __future__ import annotations
@@ -24,8 +32,11 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
-Batch = dict[str, np.ndarray]
+from algos.parallel import DataParallel
+from joyrl_ray.batch import Batch
+from joyrl_ray.data_needs import DataNeeds
 
 
 @dataclass
@@ -36,36 +47,68 @@ class LearnResult:
     priorities: np.ndarray | None = None
 
 
+def space_name(space: type[gym.Space] | gym.Space) -> str:
+    cls = space if isinstance(space, type) else type(space)
+    return cls.__name__
+
+
 class Policy(ABC):
     """Acting and learning for one algorithm; plain torch and numpy."""
 
-    #: True for algorithms that learn from fresh rollouts (PPO), False for replay (DQN).
-    on_policy: ClassVar[bool] = False
+    #: Action spaces the algorithm can act in.
+    action_spaces: ClassVar[tuple[type[gym.Space], ...]] = ()
     #: Attributes saved in checkpoints: modules, optimizers (anything with state_dict) or tensors.
     state_attrs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+        self,
+        cfg: Any,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        *,
+        learning: bool = True,
     ) -> None:
+        self.check_spaces(obs_space, action_space)
         self.cfg = cfg
         self.obs_space = obs_space
         self.action_space = action_space
         self.device = device
+        self.learning = learning
         self.updates = 0
         self.rng = np.random.default_rng()
+        self.torch_rng = torch.Generator(device=device)
+        self.torch_rng.seed()
+        self.parallel = DataParallel()
+
+    # ----- what the runtime asks before anything runs -----
+    @classmethod
+    def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
+        """Raise ValueError naming the supported spaces when the env's do not fit."""
+        if cls.action_spaces and not isinstance(action_space, cls.action_spaces):
+            allowed = ", ".join(space_name(s) for s in cls.action_spaces)
+            raise ValueError(
+                f"{cls.__name__} does not support the env's action space {action_space} "
+                f"({space_name(action_space)}); it supports: {allowed}"
+            )
+
+    @classmethod
+    def data_needs(cls, cfg: Any) -> DataNeeds:
+        """Replay or rollouts, as the algorithm's config flavour declares it."""
+        return cfg.data_needs()
 
     def seed(self, seed: int | None) -> None:
-        """Seed the policy's own sampling (exploration noise, epsilon draws)."""
+        """Seed the policy's own sampling (exploration noise, epsilon draws, learning noise)."""
         self.rng = np.random.default_rng(seed)
+        if seed is None:
+            self.torch_rng.seed()
+        else:
+            self.torch_rng.manual_seed(seed)
 
     # ----- transition spec, read by the worker -----
     @property
     def gamma(self) -> float:
         return float(self.cfg.gamma)
-
-    @property
-    def n_step(self) -> int:
-        return int(getattr(self.cfg, "n_step", 1))
 
     # ----- acting (worker side) -----
     @abstractmethod
@@ -82,7 +125,7 @@ class Policy(ABC):
 
     # ----- weights (learner -> workers) -----
     @abstractmethod
-    def acting_modules(self) -> dict[str, torch.nn.Module]:
+    def acting_modules(self) -> dict[str, nn.Module]:
         """The modules a worker needs to act; their weights travel to the workers."""
 
     def get_weights(self) -> dict[str, np.ndarray]:
@@ -107,9 +150,44 @@ class Policy(ABC):
     def learn(self, batch: Batch) -> LearnResult:
         """One update (off-policy) or one pass over a rollout (on-policy)."""
 
-    def learner_batch_size(self) -> int:
-        """Transitions per sampled batch for off-policy algorithms."""
-        return int(self.cfg.batch_size)
+    def optimize(
+        self,
+        optimizer: torch.optim.Optimizer,
+        loss: torch.Tensor,
+        max_grad_norm: float | None = None,
+    ) -> float:
+        """One gradient step of ``optimizer``'s parameters on ``loss``.
+
+        Gradients are averaged over the data-parallel learners, then clipped to
+        ``max_grad_norm`` (when set), then applied. Returns the gradient norm before
+        clipping (0 when not clipping).
+        """
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.parallel.average_gradients(params)
+        norm = 0.0
+        if max_grad_norm:
+            norm = float(nn.utils.clip_grad_norm_(params, max_grad_norm))
+        optimizer.step()
+        return norm
+
+    def join(self, parallel: DataParallel) -> None:
+        """Learn as one of several data-parallel learners: take rank 0's state."""
+        self.parallel = parallel
+        parallel.broadcast_(self.synced_tensors())
+
+    def synced_tensors(self) -> list[torch.Tensor]:
+        """Every tensor that must be identical on all learners (parameters, buffers, ...)."""
+        tensors: list[torch.Tensor] = []
+        for name in self.state_attrs:
+            value = getattr(self, name)
+            if isinstance(value, nn.Module):
+                tensors.extend(value.parameters())
+                tensors.extend(value.buffers())
+            elif isinstance(value, torch.Tensor):
+                tensors.append(value)
+        return tensors
 
     def state_dict(self) -> dict[str, Any]:
         """Everything a resumed learner needs: each of :attr:`state_attrs`, and the update count."""
@@ -129,6 +207,11 @@ class Policy(ABC):
             else:
                 value.load_state_dict(state[name])
         self.updates = int(state["updates"])
+
+    def load_acting_state(self, state: dict[str, Any]) -> None:
+        """Load only the acting modules from a learner's :meth:`state_dict` (test mode)."""
+        for name, module in self.acting_modules().items():
+            module.load_state_dict(state[name])
 
 
 def to_tensor(

@@ -18,18 +18,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.base import Batch, Policy, to_tensor
+from algos.base import Policy, to_tensor
 from algos.networks import build_network
+from joyrl_ray.batch import Batch
 
 
-def check_spaces(obs_space: gym.Space, action_space: gym.Space, algo: str) -> None:
+def check_continuous_spaces(obs_space: gym.Space, action_space: gym.Space, algo: str) -> None:
     """Flat Box observations and a bounded Box action space, or a ValueError saying why not."""
     if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
-        raise ValueError(f"{algo} needs a 1-D Box action space, got {action_space}")
+        raise ValueError(
+            f"{algo} does not support the env's action space {action_space}; it supports: "
+            "Box (1-D, bounded)"
+        )
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
         raise ValueError(f"{algo} needs finite action bounds, got {action_space}")
     if len(obs_space.shape or ()) != 1:
-        raise ValueError(f"{algo} needs flat (1-D) observations, got {obs_space}")
+        raise ValueError(
+            f"{algo} needs flat (1-D) observations, got {obs_space} (try env_cfg.wrappers: "
+            "[flatten])"
+        )
 
 
 class BoxScaler:
@@ -68,13 +75,6 @@ class TwinQ(nn.Module):
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
 
 
-def clip_grads(module: nn.Module, max_norm: float | None) -> float:
-    """Clip ``module``'s gradient norm when ``max_norm`` is set; returns the unclipped norm."""
-    if not max_norm:
-        return 0.0
-    return float(nn.utils.clip_grad_norm_(module.parameters(), max_norm))
-
-
 def off_policy_columns(
     batch: dict[str, np.ndarray], device: torch.device
 ) -> dict[str, torch.Tensor]:
@@ -93,44 +93,50 @@ class CriticUpdate:
     grad_norm: float
 
 
-def update_twin_critic(
-    critic: TwinQ,
-    optimizer: torch.optim.Optimizer,
-    columns: dict[str, torch.Tensor],
-    actions: torch.Tensor,
-    target: torch.Tensor,
-    max_grad_norm: float | None,
-) -> CriticUpdate:
-    """One step of both critics towards ``target``, losses weighted by the IS ``weights``."""
-    q1, q2 = critic(columns["obs"], actions)
-    td1, td2 = q1 - target, q2 - target
-    loss = 0.5 * (columns["weights"] * (td1.pow(2) + td2.pow(2))).mean()
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    grad_norm = clip_grads(critic, max_grad_norm)
-    optimizer.step()
-    td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
-    return CriticUpdate(float(loss.detach()), float(q1.detach().mean()), td_abs, grad_norm)
-
-
 class TwinCriticPolicy(Policy):
     """What SAC and TD3 share: a Box action scaler, an actor, twin critics with a target,
     their optimizers, and uniform random actions for the first ``random_steps`` env steps."""
 
     label: ClassVar[str]
+    action_spaces = (gym.spaces.Box,)
 
     def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+        self,
+        cfg: Any,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        *,
+        learning: bool = True,
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
-        check_spaces(obs_space, action_space, self.label)
+        super().__init__(cfg, obs_space, action_space, device, learning=learning)
         self.scaler = BoxScaler(action_space)
         obs_dim, action_dim = int(obs_space.shape[0]), self.scaler.dim
         self.actor = self.build_actor(obs_dim, action_dim).to(device)
-        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+        if learning:
+            self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
+            self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+            self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
+            self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+
+    @classmethod
+    def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
+        check_continuous_spaces(obs_space, action_space, cls.label)
+
+    def noise(self, rows: int) -> torch.Tensor:
+        """Standard normal noise for this learner's ``rows`` of the batch (see DataParallel)."""
+        return self.parallel.global_randn(rows, self.scaler.dim, self.torch_rng, self.device)
+
+    def update_critic(
+        self, columns: dict[str, torch.Tensor], actions: torch.Tensor, target: torch.Tensor
+    ) -> CriticUpdate:
+        """One step of both critics towards ``target``, losses weighted by the IS ``weights``."""
+        q1, q2 = self.critic(columns["obs"], actions)
+        td1, td2 = q1 - target, q2 - target
+        loss = 0.5 * (columns["weights"] * (td1.pow(2) + td2.pow(2))).mean()
+        grad_norm = self.optimize(self.critic_optimizer, loss, self.cfg.max_grad_norm)
+        td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
+        return CriticUpdate(float(loss.detach()), float(q1.detach().mean()), td_abs, grad_norm)
 
     @abstractmethod
     def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:

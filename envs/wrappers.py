@@ -1,4 +1,11 @@
-"""Observation wrappers selectable by name in ``env_cfg.wrappers`` (Atari-style preprocessing)."""
+"""Wrappers selectable by name in ``env_cfg.wrappers``: gymnasium's own, configured from env_cfg.
+
+For Atari, ``[atari_preprocessing, frame_stack]`` is the standard pipeline (Machado et al.
+2018, as in SB3 and CleanRL): no-op resets, frame skip with max-pooling, grayscale 84x84
+frames kept as uint8 (the network scales them), then the last ``frame_stack`` frames
+stacked on the first axis, so observations come out as ``[stack, 84, 84]`` uint8, the
+``[C, H, W]`` layout conv2d layers take.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,26 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from envs.errors import EnvSpecError
+
+
+def _atari_preprocessing(env: gym.Env, env_cfg: Any) -> gym.Env:
+    """gymnasium's AtariPreprocessing; frames stay uint8 (scale_obs off) for a compact replay."""
+    if not hasattr(env.unwrapped, "ale"):
+        raise EnvSpecError(
+            f"env_cfg.wrappers: atari_preprocessing needs an Atari env (an ALE/... id), "
+            f"not env_cfg.id={env_cfg.id!r}"
+        )
+    return gym.wrappers.AtariPreprocessing(
+        env,
+        noop_max=int(env_cfg.atari_noop_max),
+        frame_skip=int(env_cfg.atari_frame_skip),
+        screen_size=int(env_cfg.atari_screen_size),
+        terminal_on_life_loss=bool(env_cfg.atari_terminal_on_life_loss),
+        grayscale_obs=bool(env_cfg.atari_grayscale),
+        scale_obs=False,
+    )
 
 
 def _grayscale(env: gym.Env, env_cfg: Any) -> gym.Env:
@@ -37,9 +64,13 @@ def _flatten(env: gym.Env, env_cfg: Any) -> gym.Env:
 
 
 WRAPPERS: dict[str, Callable[[gym.Env, Any], gym.Env]] = {
+    "atari_preprocessing": _atari_preprocessing,
     "grayscale": _grayscale,
     "resize": _resize,
     "frame_stack": _frame_stack,
     "channels_first": _channels_first,
     "flatten": _flatten,
 }
+# Wrappers that read the raw env (AtariPreprocessing grabs frames from the emulator itself,
+# ignoring observations from any wrapper below it), so they must be listed first.
+FIRST_WRAPPERS = ("atari_preprocessing",)

@@ -17,6 +17,7 @@ Which file a run starts from (:func:`find_checkpoint`):
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tempfile
@@ -33,18 +34,27 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be found or read; the message says which and why."""
 
 
-def atomic_torch_save(obj: Any, path: Path) -> None:
+def _atomic_write(path: Path, write: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    _atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def atomic_write_bytes(data: bytes, path: Path) -> None:
+    """Write ``data`` to ``path`` atomically (a checkpoint serialised by the learner)."""
+    _atomic_write(path, lambda f: f.write(data))
 
 
 class CheckpointStore:
@@ -64,10 +74,19 @@ class CheckpointStore:
         self._prune()
         return path
 
-    def save_last(self, state: dict[str, Any]) -> None:
-        atomic_torch_save(state, self.dir / "last.pt")
+    def save_bytes(self, data: bytes, updates: int) -> Path:
+        """A checkpoint the learner serialised: ``<updates>.pt`` and ``last.pt``."""
+        path = self.dir / f"{updates}.pt"
+        atomic_write_bytes(data, path)
+        atomic_write_bytes(data, self.dir / "last.pt")
+        self._prune()
+        return path
 
-    def save_best(self, state: dict[str, Any]) -> None:
+    def save_best(self, data: bytes, evaluation: dict[str, Any]) -> None:
+        """``best.pt``: the checkpoint ``data`` with the evaluation that made it the best."""
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        state["best_return"] = float(evaluation["return_mean"])
+        state["evaluation"] = dict(evaluation)
         atomic_torch_save(state, self.dir / "best.pt")
 
     def numbered(self) -> list[int]:

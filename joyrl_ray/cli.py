@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import sys
+import time
+from typing import TYPE_CHECKING
 
 from envs.registry import EnvSpecError
 from joyrl_ray.checkpoint import CheckpointError
 from joyrl_ray.config import ConfigError, RunConfig, load_config
 from joyrl_ray.ray_cluster import ClusterError
 
+if TYPE_CHECKING:
+    from joyrl_ray.runner import RunResult
+
 EXIT_BAD_INPUT = 2
 
 
-def run_from_cli(yaml_path: str | None, overrides: list[str]) -> int:
-    """Exit code 0 (done), 2 (bad input, before anything started), 130 (interrupted)."""
-    try:
-        cfg = RunConfig.from_omegaconf(load_config(yaml_path, overrides))
-        from joyrl_ray.runner import run
-
-        result = run(cfg)
-    except (ConfigError, CheckpointError, ClusterError, EnvSpecError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+def print_result(result: RunResult) -> None:
+    """The result line and the task directory (the last line), or what failed and how to resume."""
     summary = result.summary
     line = (
         f"{summary['mode']} {summary['algo']} on {summary['env_id']}: "
@@ -32,6 +29,25 @@ def run_from_cli(yaml_path: str | None, overrides: list[str]) -> int:
         line += f"; last eval return {summary['eval_history'][-1]['return_mean']:.1f}"
     if "return_mean" in summary:
         line += f"; test return {summary['return_mean']:.1f} +- {summary['return_std']:.1f}"
+    if summary.get("error"):
+        print(f"error: {summary['error']}", file=sys.stderr)
+    if summary.get("resume_command"):
+        print(f"resume with: {summary['resume_command']}", file=sys.stderr)
     print(line)
-    print(result.task_dir)
+    print(result.task_dir, flush=True)
+
+
+def run_from_cli(
+    yaml_path: str | None, overrides: list[str], started_at: float | None = None
+) -> int:
+    """Exit code 0 (done), 1 (failed), 2 (bad input, before anything started), 128 + signal."""
+    started_at = started_at or time.time()
+    try:
+        cfg = RunConfig.from_omegaconf(load_config(yaml_path, overrides))
+        from joyrl_ray.runner import run
+
+        result = run(cfg, started_at=started_at, announce=print_result)
+    except (ConfigError, CheckpointError, ClusterError, EnvSpecError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return result.exit_code

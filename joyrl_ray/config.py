@@ -18,13 +18,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from algos import ALGORITHMS, get_algorithm
-from algos.base_config import BUFFER_TYPES
+from algos import get_algorithm
 from algos.networks import LayerConfig, validate_layers
 from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES
 from envs.registry import check_wrappers
-from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, GeneralConfig
+from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, PLACEMENTS, GeneralConfig
 
 SECTIONS = ("general_cfg", "algo_cfg", "env_cfg")
 
@@ -142,11 +141,12 @@ def _check_general(general: DictConfig) -> None:
     _choice(general.mp_backend, BACKENDS, "general_cfg.mp_backend")
     _choice(general.device, DEVICES, "general_cfg.device")
     _choice(general.env_name, ENV_FAMILIES, "general_cfg.env_name")
-    if general.algo_name not in ALGORITHMS:
-        raise ConfigError(
-            f"general_cfg.algo_name={general.algo_name!r} is not registered; "
-            f"allowed: {', '.join(sorted(ALGORITHMS))}"
-        )
+    _choice(general.worker_placement, PLACEMENTS, "general_cfg.worker_placement")
+    _choice(general.learner_placement, PLACEMENTS, "general_cfg.learner_placement")
+    try:
+        get_algorithm(general.algo_name)
+    except KeyError as exc:
+        raise ConfigError(str(exc.args[0])) from None
     for key in (
         "n_workers",
         "n_envs_per_worker",
@@ -162,10 +162,31 @@ def _check_general(general: DictConfig) -> None:
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 1")
     if general.reward_threshold is not None:
         general.online_eval = True  # the threshold is judged on online evaluations
-    if general.n_learners != 1:
+    if general.n_learners > 1 and general.mp_backend != "ray":
         raise ConfigError(
-            f"general_cfg.n_learners={general.n_learners}: only 1 learner is supported so far"
+            f"general_cfg.n_learners={general.n_learners} needs general_cfg.mp_backend=ray "
+            "(data-parallel learners are separate processes); allowed with single: 1"
         )
+    for key, low in (
+        ("max_worker_restarts", -1),
+        ("max_learner_restarts", 0),
+        ("max_env_errors", -1),
+    ):
+        if general[key] < low:
+            raise ConfigError(f"general_cfg.{key}={general[key]} must be >= {low}")
+    if general.stall_timeout_s <= 0:
+        raise ConfigError(f"general_cfg.stall_timeout_s={general.stall_timeout_s} must be > 0")
+    rate = general.fault_injection.env_error_rate
+    if not 0 <= rate < 1:
+        raise ConfigError(
+            f"general_cfg.fault_injection.env_error_rate={rate} is out of range; allowed: "
+            "0 <= env_error_rate < 1"
+        )
+    for key in ("learner_num_cpus", "learner_num_gpus"):
+        if general[key] < 0:
+            raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 0")
+    if general.worker_num_cpus is not None and general.worker_num_cpus < 0:
+        raise ConfigError(f"general_cfg.worker_num_cpus={general.worker_num_cpus} must be >= 0")
     if general.mode == "test" and not general.load_path:
         raise ConfigError("general_cfg.mode=test needs general_cfg.load_path (a task directory)")
     if general.load_checkpoint and not general.load_path:
@@ -178,7 +199,7 @@ def _check_general(general: DictConfig) -> None:
         )
 
 
-def _check_algo(algo: DictConfig) -> None:
+def _check_algo(algo: DictConfig, general: DictConfig) -> None:
     for key in algo:
         if str(key).endswith("_layers"):
             try:
@@ -187,10 +208,29 @@ def _check_algo(algo: DictConfig) -> None:
                 raise ConfigError(str(exc)) from None
     if "buffer_type" in algo:
         algo.buffer_type = str(algo.buffer_type).upper()
-        _choice(algo.buffer_type, BUFFER_TYPES, "algo_cfg.buffer_type")
-    for key in ("batch_size", "buffer_size", "n_step", "rollout_len"):
-        if key in algo and algo[key] < 1:
-            raise ConfigError(f"algo_cfg.{key}={algo[key]} must be >= 1")
+    try:
+        OmegaConf.to_object(algo).check()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    _check_learner_split(algo, general)
+
+
+def _check_learner_split(algo: DictConfig, general: DictConfig) -> None:
+    """Each data-parallel learner takes an equal share of every batch or rollout."""
+    n = general.n_learners
+    if n == 1:
+        return
+    if "batch_size" in algo and algo.batch_size % n:
+        raise ConfigError(
+            f"algo_cfg.batch_size={algo.batch_size} does not split across general_cfg.n_learners"
+            f"={n}; allowed: a batch_size divisible by n_learners"
+        )
+    envs = general.n_workers * general.n_envs_per_worker
+    if "rollout_len" in algo and envs % n:
+        raise ConfigError(
+            f"a rollout of n_workers x n_envs_per_worker = {envs} envs does not split across "
+            f"general_cfg.n_learners={n}; allowed: a number of envs divisible by n_learners"
+        )
 
 
 def _check_env(env: DictConfig) -> None:
@@ -209,7 +249,7 @@ def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]
     _check_general(general)
     spec = get_algorithm(general.algo_name)
     algo = _merge(spec.config_cls, [s.get("algo_cfg", {}) for s in sources], "algo_cfg")
-    _check_algo(algo)
+    _check_algo(algo, general)
     env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
     _check_env(env)
     return OmegaConf.create({"general_cfg": general, "algo_cfg": algo, "env_cfg": env})

@@ -43,12 +43,20 @@ def _default(field: dataclasses.Field) -> str:
     return "null" if value is None else str(value)
 
 
-def table(cls: type, section: str) -> str:
+def _rows(cls: type, prefix: str) -> list[str]:
     notes = {key: text.replace("|", "&#124;") for key, text in _comments(cls).items()}
-    rows = [
-        f"| `{section}.{f.name}` | `{_default(f)}` | {notes.get(f.name, '')} |"
-        for f in dataclasses.fields(cls)
-    ]
+    rows = []
+    for f in dataclasses.fields(cls):
+        factory = f.default_factory
+        if factory is not dataclasses.MISSING and dataclasses.is_dataclass(factory):
+            rows += _rows(factory, f"{prefix}.{f.name}")  # a nested section: one row per key
+            continue
+        rows.append(f"| `{prefix}.{f.name}` | `{_default(f)}` | {notes.get(f.name, '')} |")
+    return rows
+
+
+def table(cls: type, section: str) -> str:
+    rows = _rows(cls, section)
     return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *rows])
 
 

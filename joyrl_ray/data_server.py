@@ -1,23 +1,58 @@
-"""The DataServer: replay (or the rollout queue), global counters and the stop condition.
+"""The DataServer: replay (or the rollout queue), global counters, weights and the stop rule.
 
-Every other role talks to it with short calls: workers push columns and read back the
-newest weights version and whether to stop; the learner samples, writes priorities back
-and publishes weights; the driver drains episode and metric reports for the logs. It
-keeps no reference to any other actor, so it never blocks.
+Every other role talks to it with short calls. Workers push columns with a report and get
+an ack that carries the newest weights when they are newer than theirs; learners sample
+rounds of batches (or take rollouts), write priorities back, publish weights and hand in
+checkpoints; the driver drains the reports. It holds no reference to any other actor.
+
+Nobody polls it. A caller that must wait (a throttled worker, an on-policy worker waiting
+for the next weights, a learner ahead of the data) blocks inside the call on a condition
+until the wait is over, the run stops, or the call's deadline passes; on Ray it is a
+threaded actor so that waiting callers do not block the others. In one process
+(``mp_backend: single``) every deadline is 0 and a call that would wait returns at once.
+
+Accounting: every env step a worker reports is *collected*; each ends up *stored* (in
+replay, or learned from on-policy) or *dropped* with a reason, so
+``transitions_collected == transitions_stored + sum(transitions_dropped)``.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from joyrl_ray.batch import Batch, batch_rows, concat, take_envs
 from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from joyrl_ray.data_needs import DataNeeds, ReplayNeeds, RolloutNeeds
+from joyrl_ray.handles import LocalStore, ObjectStore
+from joyrl_ray.messages import (
+    CheckpointReport,
+    Counters,
+    EpisodeReport,
+    LearnerReport,
+    LearnerStart,
+    LearnerTimes,
+    Placement,
+    PushAck,
+    Reports,
+    RolloutGrant,
+    SampleGrant,
+    StallReport,
+    Trajectory,
+    WaitState,
+    Weights,
+    WorkerReport,
+    WorkerStart,
+    WorkerTimes,
+)
 
-Batch = dict[str, np.ndarray]
+# Stops after which learners may still catch up with the update-to-data ratio.
+DRAINING_STOPS = ("max_env_steps", "max_episode")
 
 
 @dataclass
@@ -26,272 +61,516 @@ class StopRule:
 
     max_env_steps: int = -1
     max_episode: int = -1
-    reward_threshold: float | None = None
+    max_env_errors: int = -1  # env errors (caught and recovered) before the run stops
 
 
 @dataclass
-class ReplaySpec:
-    """How to build replay and pace the learner (read from an off-policy ``algo_cfg``)."""
+class DataServerStats:
+    transitions_collected: int
+    transitions_stored: int
+    transitions_dropped: dict[str, int]
+    priorities_applied: int
+    weights_versions: int
+    weights_rejected: int
+    env_errors: int
+    episodes_dropped: int
+    stop_reason: str | None
+    stop_detail: str | None
+    buffer: dict[str, float]
+    busy_s: float
 
-    buffer_type: str = "REPLAY_QUE"
-    buffer_size: int = 100_000
-    learn_start: int = 1_000
-    updates_per_step: float = 1.0
-    per_alpha: float = 0.6
-    per_beta_start: float = 0.4
-    per_beta_samples: int = 2_000_000
-    per_eps: float = 1e-6
 
-    @classmethod
-    def from_algo_cfg(cls, algo_cfg: Any) -> ReplaySpec:
-        return cls(**{k: getattr(algo_cfg, k) for k in cls.__dataclass_fields__})
+@dataclass
+class _Round:
+    """One learner round: decided by the first learner that asks, served to every rank."""
+
+    updates: int = 0
+    stop: bool = False
+    shares: list[Batch | None] = field(default_factory=list)  # on-policy: per rank
+    served: set[int] = field(default_factory=set)
+
+
+def _build_buffer(needs: ReplayNeeds, seed: int | None) -> ReplayBuffer:
+    if needs.prioritized:
+        return PrioritizedReplayBuffer(
+            needs.buffer_size,
+            alpha=needs.per_alpha,
+            beta_start=needs.per_beta_start,
+            beta_annealing_samples=needs.per_beta_samples,
+            eps=needs.per_eps,
+            seed=seed,
+        )
+    return ReplayBuffer(needs.buffer_size, seed=seed)
 
 
 class DataServer:
-    """Replay or rollouts, counters, reports and the stop flag for one run."""
+    """Replay or rollouts, counters, weights, reports and the stop flag for one run."""
 
     def __init__(
         self,
         *,
         stop_rule: StopRule,
-        replay: ReplaySpec | None,
+        needs: DataNeeds | None,
         n_workers: int,
+        n_learners: int = 1,
         learner_lag_tolerance: int = 64,
-        counters: dict[str, int] | None = None,
+        counters: Counters | None = None,
         seed: int | None = None,
+        store: ObjectStore | None = None,
+        buffer_state: dict[str, np.ndarray] | None = None,
     ) -> None:
+        self._cond = threading.Condition()
         self.stop_rule = stop_rule
-        self.replay = replay
-        self.n_workers = n_workers
+        self.replay = needs if isinstance(needs, ReplayNeeds) else None
+        self.rollouts_needed = needs if isinstance(needs, RolloutNeeds) else None
+        self.n_learners = n_learners
+        self.active_workers = set(range(n_workers))
         self.learner_lag_tolerance = learner_lag_tolerance
-        self.buffer: ReplayBuffer | None = None
-        if replay is not None:
-            if replay.buffer_type == "PER":
-                self.buffer = PrioritizedReplayBuffer(
-                    replay.buffer_size,
-                    alpha=replay.per_alpha,
-                    beta_start=replay.per_beta_start,
-                    beta_annealing_samples=replay.per_beta_samples,
-                    eps=replay.per_eps,
-                    seed=seed,
-                )
-            else:
-                self.buffer = ReplayBuffer(replay.buffer_size, seed=seed)
+        self.store = store or LocalStore()
+        self.buffer = _build_buffer(self.replay, seed) if self.replay is not None else None
+        if self.buffer is not None and buffer_state is not None:
+            self.buffer.load_state_dict(buffer_state)
         self.rollouts: list[tuple[int, int, Batch]] = []  # (weights version, env steps, rollout)
-        start = counters or {}
-        self.env_steps = int(start.get("env_steps", 0))
-        self.episodes = int(start.get("episodes", 0))
-        self.updates_granted = int(start.get("updates", 0))
-        self.updates_done = int(start.get("updates", 0))
-        self.env_steps_at_start = self.env_steps
-        self.updates_at_start = self.updates_done
-        self.transitions_stored = 0
+        start = counters or Counters()
+        self.counters = Counters(start.env_steps, start.episodes, start.updates)
+        self.updates_granted = start.updates
+        # The update-to-data ratio counts from here (reset when a learner group restarts).
+        self.ratio_base_updates = start.updates
+        self.ratio_base_env_steps = start.env_steps
+        self.warmup = self.replay.learn_start if self.replay is not None else 0
+        if buffer_state is not None:  # a resume that kept its replay: no refill needed
+            self.warmup = 0
+        self.collected = 0
+        self.stored = 0
         self.dropped: Counter[str] = Counter()
         self.priorities_applied = 0
-        self.weights_version = 0
-        self.weights_box: list[Any] | None = None
+        self.weights: Weights | None = None
+        self.weights_rejected = 0
         self.stop_reason: str | None = None
-        self.pending: dict[str, list[Any]] = {
-            "episodes": [],
-            "learner": [],
-            "evals": [],
-            "trajs": [],
-        }
+        self.stop_detail: str | None = None
+        self.env_error_count = 0
+        self.episodes_dropped = 0  # finished past max_episode: not counted, not logged
+        self.learner_generation = 0
+        self.rounds: dict[int, _Round] = {}
+        self.pending_episodes: list[EpisodeReport] = []
+        self.pending_learner: list[LearnerReport] = []
+        self.pending_checkpoints: list[CheckpointReport] = []
+        self.pending_trajectories: list[Trajectory] = []
+        self.pending_env_errors: list[str] = []
+        self.pending_placements: list[Placement] = []
+        self.worker_times = WorkerTimes()
+        self.learner_times = LearnerTimes()
+        self.waiting: dict[str, WaitState] = {}
+        self.last_push: dict[int, float] = {}
+        # Per worker: env steps counted but not yet delivered as transitions or drops (the
+        # n-step steps a worker holds back). Lost with the worker if it dies.
+        self.owed: Counter[int] = Counter()
         self.busy_s = 0.0
-        self.started = time.monotonic()
+
+    # ----- waiting -----
+    def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait (the lock released meanwhile) until ``ready()`` or the deadline passes."""
+        if ready() or timeout_s <= 0:
+            return ready()
+        self.waiting[who] = WaitState(what, time.monotonic())
+        try:
+            return self._cond.wait_for(ready, timeout=timeout_s)
+        finally:
+            self.waiting.pop(who, None)
+
+    def _changed(self) -> None:
+        self._cond.notify_all()
+
+    # ----- the update-to-data ratio -----
+    def _allowed_updates(self) -> int:
+        """Updates the ratio allows now (all learners together count one per round)."""
+        assert self.replay is not None and self.buffer is not None
+        collected = self.counters.env_steps - self.ratio_base_env_steps
+        if collected < self.warmup or len(self.buffer) < self.replay.batch_size:
+            return self.ratio_base_updates
+        steps = collected - self.warmup + 1
+        return self.ratio_base_updates + int(steps * self.replay.updates_per_step)
+
+    def _grantable(self) -> int:
+        return self._allowed_updates() - self.updates_granted
+
+    def _throttled(self) -> bool:
+        if self.replay is None or self.learner_lag_tolerance < 0 or self.stop_reason:
+            return False
+        return self._grantable() > self.learner_lag_tolerance
 
     # ----- workers -----
-    def _ack(self) -> dict[str, Any]:
-        return {
-            "weights_version": self.weights_version,
-            "stop": self.stop_reason is not None,
-            "env_steps": self.env_steps,
-            "throttle": self._learner_lagging(),
-        }
-
-    def _learner_lagging(self) -> bool:
-        if self.replay is None or self.learner_lag_tolerance < 0:
-            return False
-        return self._allowed_updates() - self.updates_granted > self.learner_lag_tolerance
-
-    def _allowed_updates(self) -> int:
-        assert self.replay is not None
-        collected = self.env_steps - self.env_steps_at_start
-        if collected < self.replay.learn_start:
-            return self.updates_at_start
-        return self.updates_at_start + int(
-            (collected - self.replay.learn_start + 1) * self.replay.updates_per_step
+    def _ack(self, known_version: int) -> PushAck:
+        weights = self.weights
+        newer = weights if weights is not None and weights.version > known_version else None
+        return PushAck(
+            stop=self.stop_reason is not None,
+            throttled=self._throttled(),
+            env_steps=self.counters.env_steps,
+            weights=newer,
         )
 
-    def _count(self, env_steps: int, episodes: list[dict[str, Any]], trajs: list[Any]) -> bool:
-        """Count a worker's report; False when it arrived after the run was told to stop."""
+    def register_worker(self, worker_id: int, where: Placement) -> WorkerStart:
+        """A worker (new, or restarted by Ray) starts: where it runs and what it continues."""
+        with self._cond:
+            self.pending_placements.append(where)
+            self.last_push[worker_id] = time.monotonic()
+            return WorkerStart(self.counters.env_steps, self.stop_reason is not None, self.weights)
+
+    def _count(self, report: WorkerReport) -> bool:
+        """Count a worker's report; False when it came after the run was told to stop."""
+        self.collected += report.env_steps
+        self.dropped.update(report.dropped)
+        self.worker_times.add(report.times)
+        self.last_push[report.worker_id] = time.monotonic()
+        if report.env_errors:
+            self.env_error_count += len(report.env_errors)
+            self.pending_env_errors.extend(report.env_errors)
+            limit = self.stop_rule.max_env_errors
+            if limit >= 0 and self.env_error_count > limit:
+                last = report.env_errors[-1]
+                self._stop("env_errors", f"more than {limit} env errors; the last: {last}")
+        if report.fatal_env_error:
+            self._stop("env_failed", report.fatal_env_error)
         if self.stop_reason is not None:
-            self.dropped["after_stop"] += env_steps
             return False
-        self.env_steps += env_steps
+        self.counters.env_steps += report.env_steps
+        episodes, trajs = report.episodes, report.trajectories
         limit = self.stop_rule.max_episode
         if limit > 0:
-            room = max(limit - self.episodes, 0)
-            if len(episodes) > room:
-                self.dropped["episodes_past_max_episode"] += len(episodes) - room
+            room = max(limit - self.counters.episodes, 0)
+            self.episodes_dropped += max(len(episodes) - room, 0)
             episodes, trajs = episodes[:room], trajs[: room if trajs else 0]
-        self.episodes += len(episodes)
-        self.pending["episodes"].extend(episodes)
-        self.pending["trajs"].extend(trajs)
+        self.counters.episodes += len(episodes)
+        self.pending_episodes.extend(episodes)
+        self.pending_trajectories.extend(trajs)
         self._check_limits()
         return True
 
     def push_transitions(
-        self,
-        batch: Batch | None,
-        env_steps: int,
-        episodes: list[dict[str, Any]] | None = None,
-        trajs: list[Any] | None = None,
-    ) -> dict[str, Any]:
-        """Store a worker's folded transitions (off-policy) and count its steps and episodes."""
+        self, worker_id: int, batch: Batch | None, report: WorkerReport, known_version: int
+    ) -> PushAck:
+        """Store a worker's folded transitions (off-policy; None in test mode) and count."""
         t0 = time.monotonic()
-        if (
-            self._count(env_steps, episodes or [], trajs or [])
-            and batch
-            and self.buffer is not None
-        ):
-            rows = len(next(iter(batch.values())))
-            if rows:
+        with self._cond:
+            accepted = self._count(report)
+            rows = batch_rows(batch) if batch else 0
+            if self.buffer is not None:
+                owed = report.env_steps - rows - sum(report.dropped.values())
+                self.owed[worker_id] += owed
+            if not accepted:
+                self.dropped["after_stop"] += rows
+            elif self.buffer is None:
+                self.dropped["not_learned_in_test_mode"] += report.env_steps
+            elif rows:
                 self.buffer.add(batch)
-                self.transitions_stored += rows
+                self.stored += rows
+            self._changed()
+            ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
-        return self._ack()
+        return ack
 
     def push_rollout(
         self,
+        worker_id: int,
         version: int,
         rollout: Batch,
-        env_steps: int,
-        episodes: list[dict[str, Any]] | None = None,
-        trajs: list[Any] | None = None,
-    ) -> dict[str, Any]:
+        report: WorkerReport,
+        known_version: int,
+    ) -> PushAck:
         """Queue an on-policy rollout; one made with stale weights is dropped and counted."""
         t0 = time.monotonic()
-        if self._count(env_steps, episodes or [], trajs or []):
-            if version != self.weights_version:
-                self.dropped["stale_rollout"] += env_steps
+        with self._cond:
+            steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
+            if not self._count(report):
+                self.dropped["after_stop"] += steps
+            elif self.weights is None or version != self.weights.version:
+                self.dropped["stale_rollout"] += steps
             else:
-                self.rollouts.append((version, env_steps, rollout))
-                self.transitions_stored += env_steps
+                self.rollouts.append((version, steps, rollout))
+            self._changed()
+            ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
-        return self._ack()
+        return ack
 
-    def get_weights(self, known_version: int) -> tuple[int, list[Any] | None]:
-        """The newest weights (boxed object-store reference) if newer than ``known_version``."""
-        if self.weights_version > known_version:
-            return self.weights_version, self.weights_box
-        return self.weights_version, None
+    def wait_for_turn(
+        self, worker_id: int, known_version: int, need_newer_weights: bool, timeout_s: float
+    ) -> PushAck:
+        """Block while this worker must not collect: the learner trails the ratio, or it
+        needs weights newer than ``known_version`` (on-policy, test mode) that are not out."""
 
-    # ----- learner -----
-    def publish_weights(self, box: list[Any], version: int) -> None:
-        self.weights_box = box
-        self.weights_version = version
+        def free() -> bool:
+            if self.stop_reason is not None:
+                return True
+            if need_newer_weights:
+                return self.weights is not None and self.weights.version > known_version
+            return not self._throttled()
 
-    def sample_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
-        """Up to ``max_batches`` batches, as many as the update-to-data ratio allows now.
+        what = "newer weights" if need_newer_weights else "the learner to catch up"
+        with self._cond:
+            self._wait(f"worker {worker_id}", what, free, timeout_s)
+            return self._ack(known_version)
 
-        At an env-step or episode limit the learner may still catch up with the ratio (it
-        trails by up to ``learner_lag_tolerance`` plus the workers' pushes in flight), so a
-        run ends with ``updates ~ updates_per_step * env steps``; any other stop ends it now.
+    def worker_lost(self, worker_id: int) -> int:
+        """A worker's process died: the steps it held back are lost with it (returned)."""
+        with self._cond:
+            lost = self.owed.pop(worker_id, 0)
+            if lost:
+                self.dropped["lost_with_worker"] += lost
+            return lost
+
+    def drop_worker(self, worker_id: int) -> None:
+        """A worker is gone for good: on-policy rounds expect one rollout fewer."""
+        with self._cond:
+            self.active_workers.discard(worker_id)
+            self.last_push.pop(worker_id, None)
+            if not self.active_workers:
+                self._stop("no_workers_left", "every worker died past its restart budget")
+            self._changed()
+
+    # ----- learners -----
+    def learner_started(
+        self, rank: int, generation: int, restored: Counters, where: Placement
+    ) -> LearnerStart:
+        """A learner (re)starts from ``restored``: fence weights versions, rebase the ratio."""
+        with self._cond:
+            self.pending_placements.append(where)
+            if generation > self.learner_generation:
+                # A new group: rounds of the old one are void. After a restart the group
+                # continues from an older checkpoint, so the ratio counts from its update
+                # count and from now (the buffer is already warm).
+                self.learner_generation = generation
+                self.rounds.clear()
+                if generation > 1:
+                    self.ratio_base_updates = restored.updates
+                    self.ratio_base_env_steps = self.counters.env_steps
+                    self.warmup = 0
+                self.updates_granted = restored.updates
+                self.counters.updates = restored.updates
+                self._changed()
+            version = self.weights.version if self.weights is not None else 0
+            return LearnerStart(Counters(**vars(self.counters)), version)
+
+    def _decide_round(self, round_id: int, wanted: int, timeout_s: float, rank: int) -> _Round:
+        def decidable() -> bool:
+            return round_id in self.rounds or self._grantable() > 0 or self._learning_over()
+
+        self._wait(f"learner {rank}", "data (the update-to-data ratio)", decidable, timeout_s)
+        decided = self.rounds.get(round_id)
+        if decided is None:
+            over = self._learning_over()
+            n = 0 if over else max(min(wanted, self._grantable()), 0)
+            decided = _Round(updates=n, stop=over and n == 0)
+            self.rounds[round_id] = decided
+            self.updates_granted += n
+            self._changed()
+        return decided
+
+    def _learning_over(self) -> bool:
+        if self.stop_reason is None:
+            return False
+        if self.replay is None or self.stop_reason not in DRAINING_STOPS:
+            return True
+        return self._grantable() <= 0
+
+    def _served(self, round_id: int, decided: _Round, rank: int) -> None:
+        decided.served.add(rank)
+        if len(decided.served) >= self.n_learners:
+            self.rounds.pop(round_id, None)
+
+    def sample_round(
+        self, rank: int, round_id: int, rows: int, max_updates: int, timeout_s: float
+    ) -> SampleGrant:
+        """Batches of ``rows`` for learner ``rank``'s part of round ``round_id``.
+
+        The first learner to ask decides how many updates the round has (as many as the
+        update-to-data ratio allows now, at most ``max_updates``, waiting up to
+        ``timeout_s`` for one); every learner gets that many batches, so all of them make
+        the same number of gradient steps (and collective calls).
         """
-        t0 = time.monotonic()
-        assert self.buffer is not None, "sample_batches needs replay (an off-policy algorithm)"
-        n = min(max_batches, self._allowed_updates() - self.updates_granted)
-        draining = self.stop_reason in ("max_env_steps", "max_episode")
-        if (self.stop_reason is not None and not draining) or len(self.buffer) < batch_size:
-            n = 0
-        batches = [self.buffer.sample(batch_size) for _ in range(max(n, 0))]
-        self.updates_granted += len(batches)
-        self.busy_s += time.monotonic() - t0
-        return batches
+        with self._cond:
+            assert self.buffer is not None, "sample_round needs replay (an off-policy algorithm)"
+            decided = self._decide_round(round_id, max_updates, timeout_s, rank)
+            t0 = time.monotonic()  # busy from here: the wait above is idle time
+            batches = [self.buffer.sample(rows) for _ in range(decided.updates)]
+            self._served(round_id, decided, rank)
+            self.busy_s += time.monotonic() - t0
+        return SampleGrant(batches, decided.stop)
 
-    def take_rollouts(self, count: int) -> list[Batch]:
-        """``count`` queued rollouts for one on-policy iteration, or none if fewer are ready.
+    def take_rollouts(self, rank: int, round_id: int, timeout_s: float) -> RolloutGrant:
+        """Learner ``rank``'s env columns of this iteration's rollouts (one per worker).
 
-        Rollouts queued before the newest publish (e.g. a restarted worker pushed twice for
-        one version) are stale by now: they are dropped and counted, never learned from.
+        The first learner to ask waits for a fresh rollout from every active worker; the
+        joined ``[time, env]`` rollout is split into equal env slices, one per learner
+        (env columns that do not divide evenly are dropped and counted).
         """
-        fresh = [r for r in self.rollouts if r[0] == self.weights_version]
-        for _, env_steps, _ in (r for r in self.rollouts if r[0] != self.weights_version):
-            self.dropped["stale_rollout"] += env_steps
-        self.rollouts = fresh
-        if len(self.rollouts) < count or self.stop_reason is not None:
-            return []
+        with self._cond:
+
+            def ready() -> bool:
+                fresh = sum(1 for r in self.rollouts if self._fresh(r[0]))
+                return (
+                    round_id in self.rounds
+                    or self.stop_reason is not None
+                    or (fresh >= len(self.active_workers) > 0)
+                )
+
+            self._wait(f"learner {rank}", "rollouts from every worker", ready, timeout_s)
+            decided = self.rounds.get(round_id)
+            if decided is None:
+                decided = self._make_rollout_round()
+                self.rounds[round_id] = decided
+            share = decided.shares[rank] if decided.shares else None
+            self._served(round_id, decided, rank)
+            return RolloutGrant(share, decided.stop)
+
+    def _fresh(self, version: int) -> bool:
+        return self.weights is not None and version == self.weights.version
+
+    def _make_rollout_round(self) -> _Round:
+        for _, steps, _ in (r for r in self.rollouts if not self._fresh(r[0])):
+            self.dropped["stale_rollout"] += steps
+        self.rollouts = [r for r in self.rollouts if self._fresh(r[0])]
+        if self.stop_reason is not None:
+            return _Round(stop=True)
+        count = len(self.active_workers)
+        if len(self.rollouts) < count:
+            return _Round()  # the deadline passed first: an empty round for every learner
         taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
-        return [rollout for _, _, rollout in taken]
+        joined = concat([rollout for _, _, rollout in taken], axis=1)
+        n_envs = joined["rewards"].shape[1]
+        per_rank = n_envs // self.n_learners
+        length = joined["rewards"].shape[0]
+        self.stored += length * per_rank * self.n_learners
+        uneven = length * (n_envs - per_rank * self.n_learners)
+        if uneven:
+            self.dropped["uneven_learner_split"] += uneven
+        shares: list[Batch | None] = [
+            take_envs(joined, r * per_rank, (r + 1) * per_rank) for r in range(self.n_learners)
+        ]
+        return _Round(updates=1, shares=shares)
 
     def update_priorities(
         self, slots: np.ndarray, generations: np.ndarray, priorities: np.ndarray
-    ) -> None:
-        t0 = time.monotonic()
-        assert self.buffer is not None
-        applied = self.buffer.update_priorities(slots, generations, priorities)
-        self.priorities_applied += applied
-        self.dropped["stale_priorities"] += len(slots) - applied
-        self.busy_s += time.monotonic() - t0
-
-    def report_learner(self, updates: int, metrics: dict[str, float]) -> dict[str, Any]:
-        """Learner progress; returns the counters the learner checkpoints."""
-        self.updates_done = updates
-        if metrics:
-            self.pending["learner"].append(
-                {"updates": updates, "env_steps": self.env_steps, **metrics}
+    ) -> int:
+        """New priorities for sampled rows; refuses non-finite or negative values."""
+        priorities = np.asarray(priorities)
+        bad = ~np.isfinite(priorities) | (priorities < 0)
+        if bad.any():
+            raise ValueError(
+                f"update_priorities got {int(bad.sum())} of {len(priorities)} priorities that "
+                f"are not finite and >= 0 (e.g. {priorities[bad][0]!r}): the learner's TD errors "
+                "diverged; check the env's rewards or lower algo_cfg.lr"
             )
-        return self.counters()
+        t0 = time.monotonic()
+        with self._cond:
+            assert self.buffer is not None
+            applied = self.buffer.update_priorities(slots, generations, priorities)
+            self.priorities_applied += applied
+        self.busy_s += time.monotonic() - t0
+        return applied
 
-    def report_eval(self, result: dict[str, Any]) -> None:
-        self.pending["evals"].append(result)
-        threshold = self.stop_rule.reward_threshold
-        if (
-            threshold is not None
-            and result["return_mean"] >= threshold
-            and self.stop_reason is None
-        ):
-            self.stop_reason = "reward_threshold"
+    def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> bool:
+        """Make ``weights`` the newest version; a version not newer than the newest is refused.
+
+        The DataServer puts them in the object store itself, so it owns them: they stay
+        fetchable when the learner that made them dies.
+        """
+        with self._cond:
+            if self.weights is not None and version <= self.weights.version:
+                self.weights_rejected += 1
+                return False
+            self.weights = Weights(version, self.store.put(weights))
+            self._changed()
+            return True
+
+    def report_learner(self, report: LearnerReport) -> Counters:
+        """Learner progress; returns the global counters (the learner checkpoints them)."""
+        with self._cond:
+            if report.rank == 0:
+                self.counters.updates = report.updates
+            self.learner_times.add(report.times)
+            if report.metrics:
+                self.pending_learner.append(report)
+            return Counters(**vars(self.counters))
+
+    def submit_checkpoint(self, report: CheckpointReport) -> None:
+        """A checkpoint for the driver to write (and to evaluate when ``report.evaluate``)."""
+        with self._cond:
+            self.pending_checkpoints.append(report)
 
     # ----- driver -----
     def _check_limits(self) -> None:
-        rule = self.stop_rule
-        if self.stop_reason is not None:
-            return
-        if rule.max_env_steps > 0 and self.env_steps >= rule.max_env_steps:
-            self.stop_reason = "max_env_steps"
-        elif rule.max_episode > 0 and self.episodes >= rule.max_episode:
-            self.stop_reason = "max_episode"
+        rule, counters = self.stop_rule, self.counters
+        if rule.max_env_steps > 0 and counters.env_steps >= rule.max_env_steps:
+            self._stop("max_env_steps")
+        elif rule.max_episode > 0 and counters.episodes >= rule.max_episode:
+            self._stop("max_episode")
 
-    def request_stop(self, reason: str) -> None:
+    def _stop(self, reason: str, detail: str | None = None) -> None:
         if self.stop_reason is None:
-            self.stop_reason = reason
+            self.stop_reason, self.stop_detail = reason, detail
+            self._changed()
 
-    def should_stop(self) -> bool:
-        return self.stop_reason is not None
+    def request_stop(self, reason: str, detail: str | None = None) -> None:
+        with self._cond:
+            self._stop(reason, detail)
 
-    def counters(self) -> dict[str, int]:
-        return {
-            "env_steps": self.env_steps,
-            "episodes": self.episodes,
-            "updates": self.updates_done,
-        }
+    def drain_reports(self) -> Reports:
+        """Everything reported since the last drain, plus the counters and the stop state."""
+        with self._cond:
+            reports = Reports(
+                episodes=self.pending_episodes,
+                learner=self.pending_learner,
+                checkpoints=self.pending_checkpoints,
+                trajectories=self.pending_trajectories,
+                env_errors=self.pending_env_errors,
+                placements=self.pending_placements,
+                counters=Counters(**vars(self.counters)),
+                stop_reason=self.stop_reason,
+                stop_detail=self.stop_detail,
+                worker_times=WorkerTimes(**vars(self.worker_times)),
+                learner_times=LearnerTimes(**vars(self.learner_times)),
+            )
+            self.pending_episodes, self.pending_learner, self.pending_checkpoints = [], [], []
+            self.pending_trajectories, self.pending_env_errors = [], []
+            self.pending_placements = []
+            return reports
 
-    def drain_reports(self) -> dict[str, Any]:
-        """Everything reported since the last drain, plus the current counters."""
-        reports, self.pending = self.pending, {k: [] for k in self.pending}
-        return {**reports, "counters": self.counters(), "stop_reason": self.stop_reason}
+    def stall_report(self) -> StallReport:
+        with self._cond:
+            now = time.monotonic()
+            return StallReport(
+                waiting=dict(self.waiting),
+                last_push_age_s={w: round(now - t, 1) for w, t in self.last_push.items()},
+                active_workers=len(self.active_workers),
+            )
 
-    def stats(self) -> dict[str, Any]:
-        buffer = self.buffer.stats() if self.buffer is not None else {}
-        return {
-            "transitions_stored": self.transitions_stored,
-            "transitions_dropped": {k: v for k, v in self.dropped.items() if v},
-            "priorities_applied": self.priorities_applied,
-            "weights_versions": self.weights_version,
-            "stop_reason": self.stop_reason,
-            "buffer": buffer,
-            "busy_s": round(self.busy_s, 3),
-            "alive_s": round(time.monotonic() - self.started, 3),
-        }
+    def finish(self) -> None:
+        """At the end of a run: queued rollouts nobody learned from are dropped, counted."""
+        with self._cond:
+            for _, steps, _ in self.rollouts:
+                self.dropped["unused_at_stop"] += steps
+            self.rollouts = []
+
+    def buffer_state(self) -> dict[str, np.ndarray] | None:
+        """The replay buffer's contents, for ``general_cfg.save_buffer``."""
+        with self._cond:
+            return self.buffer.state_dict() if self.buffer is not None else None
+
+    def stats(self) -> DataServerStats:
+        with self._cond:
+            buffer = self.buffer.stats() if self.buffer is not None else {}
+            return DataServerStats(
+                transitions_collected=self.collected,
+                transitions_stored=self.stored,
+                transitions_dropped={k: v for k, v in self.dropped.items() if v},
+                priorities_applied=self.priorities_applied,
+                weights_versions=self.weights.version if self.weights is not None else 0,
+                weights_rejected=self.weights_rejected,
+                env_errors=self.env_error_count,
+                episodes_dropped=self.episodes_dropped,
+                stop_reason=self.stop_reason,
+                stop_detail=self.stop_detail,
+                buffer=buffer,
+                busy_s=round(self.busy_s, 3),
+            )

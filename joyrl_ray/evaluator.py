@@ -1,14 +1,25 @@
-"""Deterministic evaluation episodes on an env of their own (never the training envs)."""
+"""Deterministic evaluation episodes on an env of their own (never the training envs).
+
+:class:`Evaluator` plays greedy episodes with a given policy (test-mode videos use it
+directly). :class:`OnlineEvaluator` is the role that evaluates checkpoints beside learning:
+a Ray actor on the Ray backend, an object the driver calls in between turns in one
+process. The learner never waits for it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+import torch
 
+from algos import get_algorithm
 from algos.base import Policy
 from envs.registry import make_env
+from joyrl_ray.config import RunConfig
 from joyrl_ray.seeding import derive_seed
 
 
@@ -31,10 +42,8 @@ class Evaluator:
         self.stream = stream
         self.episodes_run = 0
 
-    def run_episode(
-        self, on_step: Callable[[Any], None] | None = None
-    ) -> tuple[float, int, list[np.ndarray]]:
-        """One greedy episode: (return, length, []); ``on_step(env)`` sees every frame.
+    def run_episode(self, on_step: Callable[[Any], None] | None = None) -> tuple[float, int]:
+        """One greedy episode: (return, length); ``on_step(env)`` sees every frame.
 
         ``on_step`` is called before every step and once after the last one (e.g. to
         capture ``env.render()``); with ``render_mode: human`` the env draws by itself.
@@ -55,18 +64,53 @@ class Evaluator:
             if terminated or truncated:
                 if on_step is not None:
                     on_step(self.env)
-                return total, length, []
+                return total, length
 
     def evaluate(self, n_episodes: int) -> dict[str, Any]:
         returns, lengths = [], []
         for _ in range(n_episodes):
-            ret, length, _ = self.run_episode()
+            ret, length = self.run_episode()
             returns.append(ret)
             lengths.append(length)
         return summarize_returns(returns, lengths)
 
     def close(self) -> None:
         self.env.close()
+
+
+@dataclass
+class EvalResult:
+    """One online evaluation of the checkpoint written at ``updates``."""
+
+    updates: int
+    env_steps: int
+    returns: dict[str, Any]  # summarize_returns of its episodes
+    eval_s: float
+
+
+class OnlineEvaluator:
+    """Evaluates checkpoints' acting weights while the learner goes on learning."""
+
+    def __init__(self, cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> None:
+        torch.set_num_threads(1)
+        general = cfg.general
+        spec = get_algorithm(general.algo_name)
+        self.policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"), learning=False)
+        self.evaluator = Evaluator(
+            cfg.env, self.policy, seed=general.seed, max_step=general.max_step
+        )
+        self.episodes = general.online_eval_episode
+
+    def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:
+        import time
+
+        t0 = time.monotonic()
+        self.policy.set_weights(weights)
+        returns = self.evaluator.evaluate(self.episodes)
+        return EvalResult(updates, env_steps, returns, round(time.monotonic() - t0, 3))
+
+    def close(self) -> None:
+        self.evaluator.close()
 
 
 def summarize_returns(returns: list[float], lengths: list[int]) -> dict[str, Any]:

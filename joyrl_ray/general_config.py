@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MODES = ("train", "test")
 BACKENDS = ("single", "ray")
 DEVICES = ("auto", "cpu", "cuda")
+PLACEMENTS = ("spread", "pack")
+
+
+@dataclass
+class FaultInjectionConfig:
+    """Faults caused on purpose, to check that a setup survives them (off by default)."""
+
+    kill_at_env_steps: list[int] = field(default_factory=list)  # SIGKILL a worker at these steps
+    kill_worker_ids: list[int] = field(default_factory=lambda: [0])  # workers that kill_at hits
+    env_error_rate: float = 0.0  # probability that an env step raises (every worker)
 
 
 @dataclass
 class GeneralConfig:
     """Runtime settings shared by every algorithm. ``-1`` means no limit."""
 
-    algo_name: str = "DQN"  # a registered algorithm (algos/)
+    algo_name: str = "DQN"  # a registered algorithm (algos/), or "pkg.module:SPEC" of your own
     env_name: str = "gym"  # env family; gymnasium ids and import paths live under "gym"
     device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda
     mode: str = "train"  # train or test
@@ -21,21 +31,31 @@ class GeneralConfig:
     mp_backend: str = "ray"  # single (one process) or ray (actors)
     n_workers: int = 1  # Worker actors stepping envs
     n_envs_per_worker: int = 1  # envs per worker, stepped as one gymnasium sync vector env
-    n_learners: int = 1  # Learner actors (only 1 for now)
+    n_learners: int = 1  # data-parallel Learner actors (ray backend), gradients averaged
     ray_address: str | None = None  # null: start a local Ray; auto, host:port, ray://host:port
     ray_num_cpus: int | None = None  # CPUs for a local Ray (null: all of this machine's)
-    worker_num_cpus: float | None = None  # CPUs per Worker (null: share what the learner leaves)
+    worker_num_cpus: float | None = None  # CPUs per Worker (null: share what learners leave)
     learner_num_cpus: float = 1.0  # CPU request per Learner actor
     learner_num_gpus: float = 0.0  # GPU request per Learner actor (set 1 to get a GPU on a cluster)
-    max_restarts: int = 3  # times Ray restarts a dead actor
+    worker_placement: str = "spread"  # workers over the nodes: spread, or pack onto few nodes
+    learner_placement: str = "pack"  # learners: pack onto one node (default), or spread
+    worker_resources: dict[str, float] = field(default_factory=dict)  # extra per worker
+    learner_resources: dict[str, float] = field(default_factory=dict)  # extra per learner
+    data_server_resources: dict[str, float] = field(default_factory=dict)  # {}: driver's node
+    max_worker_restarts: int = 3  # restarts per worker before it is dropped (-1: unlimited)
+    max_learner_restarts: int = 3  # restarts of the learner group from its last checkpoint
+    max_env_errors: int = 100  # env exceptions caught and recovered before the run stops
+    stall_timeout_s: float = 120.0  # stop, saying who waits for what, after this long stuck
+    fault_injection: FaultInjectionConfig = field(default_factory=FaultInjectionConfig)
     load_checkpoint: bool = False  # start from a checkpoint (resume in train, required in test)
     load_path: str | None = None  # task directory (under tasks/ or a path) holding models/
     load_model_step: str = "best"  # best (else last; last on resume), last, or an update number
+    save_buffer: bool = False  # save the replay buffer beside last.pt; a resume keeps its data
     max_episode: int = -1  # stop after this many episodes (test mode: episodes to run, -1 = 10)
     max_env_steps: int = 100_000  # stop after this many env steps (a total, also when resuming)
     max_step: int = -1  # max steps per episode (-1: the env's own time limit)
     seed: int = 0  # 0: unseeded
-    online_eval: bool = True  # evaluate every model_save_fre updates on a separate env
+    online_eval: bool = True  # evaluate every model_save_fre updates, beside learning
     online_eval_episode: int = 10  # episodes per online evaluation
     model_save_fre: int = 1000  # updates between checkpoints (and online evaluations)
     keep_checkpoints: int = 5  # numbered checkpoints kept in models/ (best and last always)

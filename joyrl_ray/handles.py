@@ -1,36 +1,64 @@
-"""One calling convention for both backends.
+"""One calling convention for both backends, under the typed clients of ``clients.py``.
 
-Runtime roles talk to each other through handles: ``handle.call("method", *args)`` returns
-a :class:`Call` whose ``result()`` blocks for the value. With ``mp_backend: single`` the
-call runs at once in this process; with ``ray`` it is an actor task. The same Worker,
-Learner and DataServer code therefore runs unchanged in one process or as actors.
-``share`` / ``resolve`` move large payloads (weights) through Ray's object store once.
+A handle runs a role's method by name and returns a :class:`Call` whose ``result`` gives
+the value or raises. With ``mp_backend: single`` the method runs at once in this process
+(:class:`LocalHandle`); with ``ray`` it is an actor task (:class:`RayHandle`). Errors are
+the same on both: :class:`RoleFailed` when the method raised, :class:`RoleDied` when the
+role's process is gone, :class:`CallTimeout` when no answer came within the deadline.
+
+An :class:`ObjectStore` moves large payloads (weights) once: ``put`` returns a box that
+travels by reference, ``get`` opens it where it is needed.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
-class Call(Protocol):
-    def result(self) -> Any: ...
+class RoleError(RuntimeError):
+    """A call to another role did not return a value."""
+
+
+class RoleFailed(RoleError):
+    """The called method raised; ``str()`` names the role, the method and the error."""
+
+
+class RoleDied(RoleError):
+    """The called role's process is gone (killed, crashed, or its node was lost)."""
+
+
+class CallTimeout(RoleError):
+    """No answer within the call's deadline."""
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+class Call(Protocol[T]):
+    def result(self, timeout_s: float | None = None) -> T: ...
 
     def done(self) -> bool: ...
 
 
 class Handle(Protocol):
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Call: ...
+    """Runs a role's method by name (only ``clients.py`` names methods)."""
 
-    def share(self, value: Any) -> list[Any]: ...
+    role: str
 
-    def resolve(self, box: list[Any]) -> Any: ...
+    def invoke(self, method: str, *args: Any, **kwargs: Any) -> Call[Any]: ...
 
 
-class _DoneCall:
-    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+class DoneCall(Generic[T]):
+    """A call that already ran (in this process)."""
+
+    def __init__(self, value: Any = None, error: RoleError | None = None) -> None:
         self._value, self._error = value, error
 
-    def result(self) -> Any:
+    def result(self, timeout_s: float | None = None) -> T:
         if self._error is not None:
             raise self._error
         return self._value
@@ -42,30 +70,41 @@ class _DoneCall:
 class LocalHandle:
     """Calls a plain object's methods directly (``mp_backend: single``)."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, role: str) -> None:
         self.target = target
+        self.role = role
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Call:
+    def invoke(self, method: str, *args: Any, **kwargs: Any) -> Call[Any]:
         try:
-            return _DoneCall(getattr(self.target, method)(*args, **kwargs))
+            return DoneCall(getattr(self.target, method)(*args, **kwargs))
         except Exception as exc:  # surfaced at result(), as a remote error would be
-            return _DoneCall(error=exc)
-
-    def share(self, value: Any) -> list[Any]:
-        return [value]
-
-    def resolve(self, box: list[Any]) -> Any:
-        return box[0]
+            error = RoleFailed(f"{self.role}.{method} failed: {first_line(exc)}")
+            error.__cause__ = exc
+            return DoneCall(error=error)
 
 
-class _RayCall:
-    def __init__(self, ref: Any) -> None:
-        self.ref = ref
+class RayCall(Generic[T]):
+    """An actor task's result; Ray's errors become :class:`RoleError` subclasses."""
 
-    def result(self) -> Any:
+    def __init__(self, ref: Any, role: str, method: str) -> None:
+        self.ref, self.role, self.method = ref, role, method
+
+    def result(self, timeout_s: float | None = None) -> T:
         import ray
 
-        return ray.get(self.ref)
+        try:
+            return ray.get(self.ref, timeout=timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            raise CallTimeout(
+                f"{self.role}.{self.method} gave no answer within {timeout_s:g} s"
+            ) from None
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if exc.cause is not None else exc
+            error = RoleFailed(f"{self.role}.{self.method} failed: {first_line(cause)}")
+            raise error from cause
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise RoleDied(f"{self.role} died during {self.method} ({detail})") from exc
 
     def done(self) -> bool:
         import ray
@@ -75,14 +114,15 @@ class _RayCall:
 
 
 class RayHandle:
-    """Calls a named Ray actor's methods as tasks (``mp_backend: ray``).
+    """Calls a Ray actor's methods as tasks (``mp_backend: ray``).
 
-    It pickles as the actor's name and finds the actor again on first use, so actors
-    that receive it hold no actor handle in their constructor arguments: Ray can restart
-    them from their arguments alone, and they reconnect to the named actor.
+    Given a name, it pickles as that name and finds the actor again on first use, so an
+    actor that receives it holds no actor handle in its constructor arguments: Ray can
+    restart it from its arguments alone, and it reconnects to the named actor.
     """
 
-    def __init__(self, name: str, actor: Any = None) -> None:
+    def __init__(self, role: str, *, name: str | None = None, actor: Any = None) -> None:
+        self.role = role
         self.name = name
         self._actor = actor
 
@@ -94,19 +134,68 @@ class RayHandle:
             self._actor = ray.get_actor(self.name)
         return self._actor
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return RayHandle, (self.name,)
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+        if self.name is None:
+            raise TypeError(f"the handle of {self.role} is not named and cannot travel")
+        return _named_ray_handle, (self.role, self.name), {}
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Call:
-        return _RayCall(getattr(self.actor, method).remote(*args, **kwargs))
+    def invoke(self, method: str, *args: Any, **kwargs: Any) -> Call[Any]:
+        return RayCall(getattr(self.actor, method).remote(*args, **kwargs), self.role, method)
 
-    def share(self, value: Any) -> list[Any]:
+
+def _named_ray_handle(role: str, name: str) -> RayHandle:
+    return RayHandle(role, name=name)
+
+
+# ----- object stores -----
+class ObjectStore(Protocol):
+    """Puts a payload once and hands out a box that travels by reference."""
+
+    def put(self, value: Any) -> list[Any]: ...
+
+    def get(self, box: list[Any], timeout_s: float | None = None) -> Any: ...
+
+    def ready(self, box: list[Any]) -> bool: ...
+
+
+class LocalStore:
+    """``mp_backend: single``: the box holds the value itself."""
+
+    def put(self, value: Any) -> list[Any]:
+        return [value]
+
+    def get(self, box: list[Any], timeout_s: float | None = None) -> Any:
+        return box[0]
+
+    def ready(self, box: list[Any]) -> bool:
+        return True
+
+
+class RayStore:
+    """Ray's object store; the box is a list so Ray passes the reference along unresolved.
+
+    The process that puts owns the object: weights are put by the DataServer, so they
+    outlive a learner that dies.
+    """
+
+    def put(self, value: Any) -> list[Any]:
         import ray
 
-        # Wrapped in a list so Ray passes the reference along instead of resolving it.
         return [ray.put(value)]
 
-    def resolve(self, box: list[Any]) -> Any:
+    def get(self, box: list[Any], timeout_s: float | None = None) -> Any:
         import ray
 
-        return ray.get(box[0])
+        try:
+            return ray.get(box[0], timeout=timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            raise CallTimeout(f"fetching an object gave nothing within {timeout_s:g} s") from None
+        except ray.exceptions.ObjectLostError as exc:
+            raise RoleDied(f"an object was lost with its owner ({first_line(exc)})") from exc
+
+    def ready(self, box: list[Any]) -> bool:
+        """Whether the object is local now; starts fetching it if not."""
+        import ray
+
+        ready, _ = ray.wait([box[0]], timeout=0, fetch_local=True)
+        return bool(ready)

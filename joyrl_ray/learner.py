@@ -1,34 +1,58 @@
 """The Learner: owns the model, learns from the DataServer's data, publishes weights.
 
-Off-policy it samples batches (the DataServer grants only as many as the update-to-data
-ratio allows, so the learner waits when it is ahead of the data) and keeps the next
-sample request in flight while it learns. On-policy it takes one rollout per worker,
-learns, and publishes the next weights version. Every ``model_save_fre`` updates it
-writes a checkpoint and, with ``online_eval``, evaluates on an env of its own.
+One or more learners run as a data-parallel group (``general_cfg.n_learners``). Off-policy,
+each learner samples its ``batch_size / N`` rows per update in rounds that the DataServer
+decides once for all of them (as many updates as the update-to-data ratio allows), and
+keeps its next round's request in flight while it learns. On-policy, each takes its env
+slice of one rollout per worker, learns, and rank 0 publishes the next weights version.
+Gradients are averaged inside the policy (``Policy.optimize``), so every learner takes
+the same steps. Rank 0 alone publishes weights, reports and checkpoints.
+
+A learner never writes files and never evaluates: it hands each checkpoint (the state as
+bytes, and the acting weights) to the DataServer, and the driver writes it and has it
+evaluated beside learning. Its final checkpoint travels as the result of :meth:`run`, so
+it reaches the driver even when the DataServer is gone.
 """
 
 from __future__ import annotations
 
-import math
+import hashlib
+import io
+import os
 import time
 from collections import defaultdict
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+import gymnasium as gym
 import torch
 
 from algos import get_algorithm
-from algos.base import Batch
-from envs.registry import make_env
-from joyrl_ray.checkpoint import CheckpointError, CheckpointStore, find_checkpoint
+from algos.parallel import DataParallel
+from joyrl_ray.batch import GENERATIONS, SLOTS, Batch
 from joyrl_ray.config import RunConfig
-from joyrl_ray.evaluator import Evaluator
-from joyrl_ray.handles import Call, Handle
+from joyrl_ray.data_needs import ReplayNeeds
+from joyrl_ray.distributed import ProcessGroup
+from joyrl_ray.handles import RoleDied
+from joyrl_ray.messages import (
+    CheckpointReport,
+    Counters,
+    LearnerReport,
+    LearnerTimes,
+    Placement,
+)
+from joyrl_ray.pending import PendingCalls
+from joyrl_ray.placement import node_here
 from joyrl_ray.seeding import derive_seed
 
-TRAINED, WAITING, STOPPED = "trained", "waiting", "stopped"
+if TYPE_CHECKING:
+    from joyrl_ray.clients import DataServerClient
+
+LEARNED, IDLE, STOPPED = "learned", "idle", "stopped"
+CALL_SLACK_S = 60.0  # beyond a call's own wait: how long an answer may take before it is stuck
 REPORT_EVERY_S = 1.0
+MAX_UPDATES_PER_ROUND = 8
+WAIT_S = 1.0  # deadline of one blocking wait for data; the loop then checks again
 
 
 def pick_device(name: str) -> torch.device:
@@ -39,75 +63,87 @@ def pick_device(name: str) -> torch.device:
     return torch.device("cpu")
 
 
+def state_to_bytes(state: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def state_from_bytes(data: bytes) -> dict[str, Any]:
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+
+
+@dataclass
+class LearnerStats:
+    rank: int
+    updates: int
+    weights_version: int
+    device: str
+    params_digest: str  # equal on every learner of a group (the parameters are identical)
+    times: LearnerTimes
+
+
+@dataclass
+class LearnerResult:
+    """What :meth:`Learner.run` returns: its stats, and rank 0's final checkpoint."""
+
+    stats: LearnerStats
+    final_checkpoint: CheckpointReport | None
+    data_server_lost: str | None = None  # why the loop ended early, if the DataServer died
+
+
 class Learner:
-    """Trains one policy; the same class is a Ray actor or a plain object."""
+    """Trains one policy (one rank of the learner group); a Ray actor or a plain object."""
 
     def __init__(
         self,
         cfg: RunConfig,
-        data_server: Handle,
-        task_dir: str,
+        data_server: DataServerClient,
+        spaces: tuple[gym.Space, gym.Space],
         *,
-        started_at: float,
-        checkpoint: dict[str, Any] | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        generation: int = 1,
+        start_state: bytes | None = None,
         threads: int = 1,
     ) -> None:
         torch.set_num_threads(max(1, threads))
         general = cfg.general
         self.cfg = cfg
         self.data_server = data_server
-        self.started_at = started_at
+        self.rank, self.world_size, self.generation = rank, world_size, generation
         self.device = pick_device(general.device)
         spec = get_algorithm(general.algo_name)
-        probe = make_env(cfg.env, max_episode_steps=general.max_step)
-        obs_space, action_space = probe.observation_space, probe.action_space
-        probe.close()
-        self.policy = spec.policy_cls(cfg.algo, obs_space, action_space, self.device)
+        self.policy = spec.policy_cls(cfg.algo, *spaces, self.device, learning=True)
+        self.needs = spec.policy_cls.data_needs(cfg.algo)
         self.policy.seed(derive_seed(general.seed, "learner"))
         if general.seed:
             torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
-        self.on_policy = spec.policy_cls.on_policy
-        self.prioritized = getattr(cfg.algo, "buffer_type", None) == "PER"
-        self.store = CheckpointStore(Path(task_dir) / "models", keep=general.keep_checkpoints)
-        self.evaluator = (
-            Evaluator(cfg.env, self.policy, seed=general.seed, max_step=general.max_step)
-            if general.online_eval
-            else None
-        )
         self.weights_version = 0
-        self.best_return = -math.inf
-        self.counters = {"env_steps": 0, "episodes": 0, "updates": 0}
-        own = self._own_last_checkpoint()
-        if own is not None:  # restarted by Ray: carry on from this run's own last checkpoint
-            checkpoint = own
-        if checkpoint is not None:
-            self._restore(checkpoint)
-        self.pending_sample: Call | None = None
+        self.counters = Counters()
+        if start_state is not None:
+            self._restore(state_from_bytes(start_state))
+        self.pending = PendingCalls()
+        self.pending_round: Any = None
+        self.round_id = 0
         self.metric_sums: dict[str, float] = defaultdict(float)
         self.metric_count = 0
         self.last_report = time.monotonic()
-        self.busy_s = self.wait_s = self.eval_s = 0.0
-        self.publish_weights()
+        self.times = LearnerTimes()
+        self.reported_times = LearnerTimes()
+        self.group: ProcessGroup | None = None
 
     # ----- state -----
-    def _own_last_checkpoint(self) -> dict[str, Any] | None:
-        """This run's newest intact checkpoint, if the learner wrote one before a restart."""
-        if not (self.store.dir / "last.pt").is_file():
-            return None
-        try:
-            return find_checkpoint(self.store.dir.parent, "last").state
-        except CheckpointError:
-            return None
-
     def _restore(self, checkpoint: dict[str, Any]) -> None:
         self.policy.load_state_dict(checkpoint["policy"])
         self.weights_version = int(checkpoint.get("weights_version", 0))
-        self.best_return = float(checkpoint.get("best_return", -math.inf))
-        self.counters = dict(checkpoint.get("counters", self.counters))
+        self.counters = Counters(**checkpoint.get("counters", {}))
         rng = checkpoint.get("rng")
         if rng is not None:
             torch.set_rng_state(rng["torch"])
             self.policy.rng.bit_generator.state = rng["numpy"]
+            if "learning" in rng:
+                self.policy.torch_rng.set_state(rng["learning"])
 
     def state(self) -> dict[str, Any]:
         """Everything a resumed learner needs (see :meth:`_restore`)."""
@@ -115,134 +151,201 @@ class Learner:
             "algo_name": self.cfg.general.algo_name,
             "policy": self.policy.state_dict(),
             "weights_version": self.weights_version,
-            "best_return": self.best_return,
-            "counters": dict(self.counters),
-            "rng": {"torch": torch.get_rng_state(), "numpy": self.policy.rng.bit_generator.state},
+            "counters": vars(self.counters).copy(),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": self.policy.rng.bit_generator.state,
+                "learning": self.policy.torch_rng.get_state(),
+            },
         }
 
     @property
     def updates(self) -> int:
         return self.policy.updates
 
-    # ----- weights -----
+    def params_digest(self) -> str:
+        digest = hashlib.sha256()
+        for tensor in self.policy.synced_tensors():
+            digest.update(tensor.detach().cpu().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    # ----- the group -----
+    def rendezvous(self) -> tuple[str, int]:
+        """Rank 0: the address the group meets at (this node, a free port)."""
+        return ProcessGroup.address_here()
+
+    def start(self, group_address: tuple[str, int] | None) -> None:
+        """Join the group (rank 0's state wins), fence versions with the DataServer, publish."""
+        if self.world_size > 1:
+            assert group_address is not None
+            self.group = ProcessGroup.join(
+                *group_address, rank=self.rank, world_size=self.world_size, device=self.device
+            )
+            self.policy.join(DataParallel(self.rank, self.world_size))
+        where = Placement(f"learner {self.rank}", *node_here(), os.getpid())
+        restored = Counters(**vars(self.counters))
+        started = self.data_server.learner_started(
+            self.rank, self.generation, restored, where
+        ).result(timeout_s=CALL_SLACK_S)
+        # Versions only grow: a restarted group publishes newer versions than any published.
+        self.weights_version = max(self.weights_version, started.weights_version)
+        self.counters = started.counters
+        self.counters.updates = self.updates
+        if self.rank == 0:
+            self.publish_weights()
+
     def publish_weights(self) -> None:
         self.weights_version += 1
-        box = self.data_server.share(self.policy.get_weights())
-        self.data_server.call("publish_weights", box, self.weights_version)
+        call = self.data_server.publish_weights(self.policy.get_weights(), self.weights_version)
+        self.pending.add(call, "publish_weights")
 
     # ----- learning -----
-    def train_chunk(self) -> str:
-        """Learn from what the DataServer has now; WAITING when ahead of the data."""
-        if self.on_policy:
-            return self._train_on_policy()
-        return self._train_off_policy()
+    def train_step(self, wait_s: float) -> str:
+        """Learn from one round of data, waiting up to ``wait_s`` for it.
 
-    def _train_off_policy(self) -> str:
-        batch_size = self.policy.learner_batch_size()
+        Returns LEARNED, IDLE (no data within the deadline) or STOPPED (the run is over).
+        """
+        self.pending.check()
+        if isinstance(self.needs, ReplayNeeds):
+            return self._train_off_policy(wait_s)
+        return self._train_on_policy(wait_s)
+
+    def _request_round(self, wait_s: float) -> Any:
+        assert isinstance(self.needs, ReplayNeeds)
+        self.round_id += 1
+        rows = self.needs.batch_size // self.world_size
+        return self.data_server.sample_round(
+            self.rank, self.round_id, rows, MAX_UPDATES_PER_ROUND, wait_s
+        )
+
+    def _train_off_policy(self, wait_s: float) -> str:
         t0 = time.monotonic()
-        if self.pending_sample is None:
-            self.pending_sample = self.data_server.call("sample_batches", batch_size, 8)
-        batches = self.pending_sample.result()
-        self.pending_sample = None
-        self.wait_s += time.monotonic() - t0
-        if not batches:
-            return self._idle_status()
-        self.pending_sample = self.data_server.call("sample_batches", batch_size, 8)
-        for batch in batches:
+        if self.pending_round is None:
+            self.pending_round = self._request_round(wait_s)
+        grant = self.pending_round.result(timeout_s=wait_s + CALL_SLACK_S)
+        self.pending_round = None
+        self.times.data_wait_s += time.monotonic() - t0
+        if grant.stop:
+            return STOPPED
+        if not grant.batches:
+            return IDLE
+        self.pending_round = self._request_round(wait_s)  # fetched while we learn
+        for batch in grant.batches:
             self._learn(batch)
-        return TRAINED
+        return LEARNED
 
-    def _train_on_policy(self) -> str:
+    def _train_on_policy(self, wait_s: float) -> str:
         t0 = time.monotonic()
-        n_workers = self.cfg.general.n_workers
-        rollouts = self.data_server.call("take_rollouts", n_workers).result()
-        self.wait_s += time.monotonic() - t0
-        if not rollouts:
-            return self._idle_status()
-        batch = {k: np.concatenate([r[k] for r in rollouts], axis=1) for k in rollouts[0]}
-        self._learn(batch)
-        return TRAINED
-
-    def _idle_status(self) -> str:
-        return STOPPED if self.data_server.call("should_stop").result() else WAITING
+        self.round_id += 1
+        call = self.data_server.take_rollouts(self.rank, self.round_id, wait_s)
+        grant = call.result(timeout_s=wait_s + CALL_SLACK_S)
+        self.times.data_wait_s += time.monotonic() - t0
+        if grant.stop:
+            return STOPPED
+        if grant.rollout is None:
+            return IDLE
+        self._learn(grant.rollout)
+        return LEARNED
 
     def _learn(self, batch: Batch) -> None:
         t0 = time.monotonic()
+        sync_before = self.policy.parallel.sync_s
         result = self.policy.learn(batch)
-        self.busy_s += time.monotonic() - t0
-        if self.prioritized and result.priorities is not None:
-            self.data_server.call(
-                "update_priorities", batch["slots"], batch["generations"], result.priorities
-            )
+        sync = self.policy.parallel.sync_s - sync_before
+        self.times.sync_s += sync
+        self.times.learn_s += time.monotonic() - t0 - sync
+        if result.priorities is not None and isinstance(self.needs, ReplayNeeds):
+            if self.needs.prioritized:
+                call = self.data_server.update_priorities(
+                    batch[SLOTS], batch[GENERATIONS], result.priorities
+                )
+                self.pending.add(call, "update_priorities")
         for key, value in result.metrics.items():
             self.metric_sums[key] += value
         self.metric_count += 1
-        updates = self.updates
-        if self.on_policy or updates % self.cfg.general.weights_publish_every == 0:
-            self.publish_weights()
-        if updates % self.cfg.general.model_save_fre == 0:
-            self.checkpoint(evaluate=True)
-        elif time.monotonic() - self.last_report > REPORT_EVERY_S:
+        self.counters.updates = self.updates
+        general = self.cfg.general
+        if self.rank == 0:
+            on_policy = not isinstance(self.needs, ReplayNeeds)
+            if on_policy or self.updates % general.weights_publish_every == 0:
+                self.publish_weights()
+            if self.updates % general.model_save_fre == 0:
+                self.checkpoint(evaluate=general.online_eval)
+        if time.monotonic() - self.last_report > REPORT_EVERY_S:
             self.report()
 
     def report(self) -> None:
-        """Send averaged metrics; the reply refreshes the global counters."""
+        """Send averaged metrics (rank 0) and time shares; the reply refreshes the counters."""
         metrics: dict[str, float] = {}
-        if self.metric_count:
+        if self.rank == 0 and self.metric_count:
             metrics = {k: v / self.metric_count for k, v in self.metric_sums.items()}
-            metrics.update(self.policy.exploration_stats(self.counters["env_steps"]))
-        counters = self.data_server.call("report_learner", self.updates, metrics).result()
-        self.counters = {**counters, "updates": self.updates}
+            metrics.update(self.policy.exploration_stats(self.counters.env_steps))
+        times = LearnerTimes(
+            **{k: v - getattr(self.reported_times, k) for k, v in vars(self.times).items()}
+        )
+        self.reported_times = LearnerTimes(**vars(self.times))
+        report = LearnerReport(self.rank, self.updates, metrics, times)
+        counters = self.data_server.report_learner(report).result(timeout_s=CALL_SLACK_S)
+        self.counters = Counters(counters.env_steps, counters.episodes, self.updates)
         self.metric_sums.clear()
         self.metric_count = 0
         self.last_report = time.monotonic()
 
-    def checkpoint(self, *, evaluate: bool) -> None:
-        self.report()
-        result = None
-        if evaluate and self.evaluator is not None:
-            t0 = time.monotonic()
-            result = self.evaluator.evaluate(self.cfg.general.online_eval_episode)
-            self.eval_s += time.monotonic() - t0
-            result.update(
-                env_steps=self.counters["env_steps"],
-                updates=self.updates,
-                wall_time_s=round(time.time() - self.started_at, 3),
-            )
-        best = (
-            result is not None
-            and self.cfg.general.save_best_model is not False
-            and result["return_mean"] > self.best_return
+    def make_checkpoint(self, *, evaluate: bool) -> CheckpointReport:
+        return CheckpointReport(
+            updates=self.updates,
+            counters=Counters(**vars(self.counters)),
+            state=state_to_bytes(self.state()),
+            weights=self.policy.get_weights(),
+            evaluate=evaluate,
         )
-        if best:
-            self.best_return = result["return_mean"]
-        self.store.save(self.state(), self.updates, best=best)
-        if result is not None:
-            self.data_server.call("report_eval", result).result()
 
-    def run(self, poll_s: float = 0.002) -> dict[str, Any]:
-        """Learn until the DataServer says stop, then write the final checkpoint."""
-        while True:
-            status = self.train_chunk()
-            if status == STOPPED:
-                break
-            if status == WAITING:
-                time.sleep(poll_s)
+    def checkpoint(self, *, evaluate: bool) -> None:
+        """Hand a checkpoint to the driver (through the DataServer); never waits for its eval."""
+        t0 = time.monotonic()
+        self.report()
+        call = self.data_server.submit_checkpoint(self.make_checkpoint(evaluate=evaluate))
+        self.pending.add(call, "submit_checkpoint")
+        self.times.eval_s += time.monotonic() - t0
+
+    # ----- the loop -----
+    def run(self, group_address: tuple[str, int] | None = None) -> LearnerResult:
+        """Learn until the DataServer says stop; rank 0 returns the final checkpoint."""
+        try:
+            self.start(group_address)
+            while self.train_step(WAIT_S) != STOPPED:
+                pass
+        except RoleDied as exc:  # the DataServer is gone: stop here and keep what we learned
+            return self.finish(lost=str(exc))
         return self.finish()
 
-    def finish(self) -> dict[str, Any]:
-        if self.pending_sample is not None:  # granted but never learned from
-            self.pending_sample.result()
-            self.pending_sample = None
-        self.checkpoint(evaluate=False)
-        return self.stats()
+    def finish(self, lost: str | None = None) -> LearnerResult:
+        """Settle the calls in flight; rank 0 makes the final checkpoint."""
+        if lost is None:
+            self.pending.drain(timeout_s=CALL_SLACK_S)
+            if self.pending_round is not None:  # granted at the stop, never learned from
+                self.pending_round.result(timeout_s=CALL_SLACK_S)
+                self.pending_round = None
+            self.report()
+        final = self.make_checkpoint(evaluate=False) if self.rank == 0 else None
+        if self.group is not None:
+            self.group.leave()
+        return LearnerResult(self.stats(), final, lost)
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "updates": self.updates,
-            "weights_version": self.weights_version,
-            "device": str(self.device),
-            "busy_s": round(self.busy_s, 3),
-            "wait_s": round(self.wait_s, 3),
-            "eval_s": round(self.eval_s, 3),
-        }
+    def stats(self) -> LearnerStats:
+        return LearnerStats(
+            rank=self.rank,
+            updates=self.updates,
+            weights_version=self.weights_version,
+            device=str(self.device),
+            params_digest=self.params_digest(),
+            times=LearnerTimes(**{k: round(v, 3) for k, v in vars(self.times).items()}),
+        )
+
+
+def learner_seconds(stats: list[LearnerStats]) -> dict[str, float]:
+    """Seconds summed over learners, by activity."""
+    total = LearnerTimes()
+    for s in stats:
+        total.add(s.times)
+    return {k: round(v, 3) for k, v in vars(total).items()}

@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 
 from algos import get_algorithm
-from envs.registry import make_env
 from joyrl_ray.checkpoint import (
     CheckpointError,
     checkpoint_updates,
@@ -49,6 +50,7 @@ from joyrl_ray.task_dir import TaskDir
 from joyrl_ray.video import display_available
 
 TEST_DEFAULT_EPISODES = 10
+REPLAY_FILE = "replay.npz"  # general_cfg.save_buffer writes it beside last.pt
 
 
 @dataclass
@@ -66,8 +68,23 @@ class Start:
     def resume(self) -> dict[str, Any] | None:
         return self.checkpoint if self.cfg.general.mode == "train" else None
 
+    def checkpoint_bytes(self) -> bytes | None:
+        """The start checkpoint as written, for the learners to load."""
+        return self.checkpoint_file.read_bytes() if self.checkpoint_file is not None else None
 
-def prepare(cfg: RunConfig) -> Start:
+
+def saved_buffer(start: Start) -> dict[str, Any] | None:
+    """The replay buffer a run saved beside its checkpoints (``save_buffer``), if any."""
+    if start.source is None:
+        return None
+    path = start.source / "models" / REPLAY_FILE
+    if not path.is_file():
+        return None
+    with np.load(path) as data:
+        return {key: data[key] for key in data.files}
+
+
+def prepare(cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> Start:
     """Check the mode's settings and load the start checkpoint; raise before anything runs."""
     general = cfg.general
     notes: list[str] = []
@@ -111,24 +128,32 @@ def prepare(cfg: RunConfig) -> Start:
             f"general_cfg.algo_name={general.algo_name!r} (set it to match, or pass the "
             f"training run's --yaml {source / 'config.yaml'})"
         )
-    policy = _load_policy(cfg, state, found.path, source)
+    policy = _load_policy(cfg, state, found.path, source, spaces, learning=not test)
     if not test:
         _check_totals(cfg, state, found.path)
     return Start(cfg, state, source, found.path, policy, notes)
 
 
-def _load_policy(cfg: RunConfig, state: dict[str, Any], path: Path, source: Path) -> Any:
-    """A CPU policy with the checkpoint loaded; a checkpoint that does not fit is one line."""
+def _load_policy(
+    cfg: RunConfig,
+    state: dict[str, Any],
+    path: Path,
+    source: Path,
+    spaces: tuple[gym.Space, gym.Space],
+    *,
+    learning: bool,
+) -> Any:
+    """A CPU policy with the checkpoint loaded; a checkpoint that does not fit is one line.
+
+    Test mode loads only what acting needs; a resume checks that all of it fits.
+    """
     spec = get_algorithm(cfg.general.algo_name)
-    env = make_env(cfg.env, max_episode_steps=cfg.general.max_step)
+    policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"), learning=learning)
     try:
-        policy = spec.policy_cls(
-            cfg.algo, env.observation_space, env.action_space, torch.device("cpu")
-        )
-    finally:
-        env.close()
-    try:
-        policy.load_state_dict(state["policy"])
+        if learning:
+            policy.load_state_dict(state["policy"])
+        else:
+            policy.load_acting_state(state["policy"])
     except (RuntimeError, KeyError, ValueError, TypeError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(

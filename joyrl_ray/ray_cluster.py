@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,15 +325,63 @@ def disconnect(how: str) -> None:
         _restore_auth_mode()
 
 
-def check_resources(requests: dict[str, float]) -> None:
-    """Fail fast when the run asks for more than the whole cluster has."""
-    import ray
+class _QuietStart(logging.Filter):
+    """Drops two start-up notes that say nothing to a user of a local run: Ray's own SIGTERM
+    handler is not needed (the run installs its own), and a local Ray's token is its own."""
 
-    have = ray.cluster_resources()
-    for name, wanted in requests.items():
-        if wanted > have.get(name, 0.0) + 1e-9:
-            raise ClusterError(
-                f"the run asks for {wanted:g} {name} in total but the Ray cluster has "
-                f"{have.get(name, 0.0):g}; lower general_cfg.worker_num_cpus / learner_num_cpus / "
-                "learner_num_gpus or n_workers"
-            )
+    NOTES = ("SIGTERM handler is not set", "Token authentication is enabled")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(note in record.getMessage() for note in self.NOTES)
+
+
+class RaySession:
+    """Ray for one run, started (or attached) in a background thread while the driver checks
+    its input, builds the task directory and probes the env.
+
+    The thread stays alive until :meth:`close`: Ray's processes are started with a parent-
+    death signal bound to the thread that spawned them, so they must not outlive it, and
+    they do not outlive this process either (a SIGKILL of the driver takes them down).
+    """
+
+    def __init__(self, address: str | None, *, num_cpus: int | None = None) -> None:
+        self.address, self.num_cpus = address, num_cpus
+        self.mode: str | None = None
+        self.error: BaseException | None = None
+        self._ready, self._done = threading.Event(), threading.Event()
+        quiet = _QuietStart()
+        for name in (
+            "ray._private.worker",
+            "ray._private.authentication.authentication_token_setup",
+        ):
+            logging.getLogger(name).addFilter(quiet)
+        self._thread = threading.Thread(target=self._main, name="ray-start", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self.mode = connect(self.address, num_cpus=self.num_cpus)
+        except BaseException as exc:  # re-raised in the driver's thread by wait()
+            self.error = exc
+        self._ready.set()
+        self._done.wait()
+
+    def wait(self) -> str:
+        """The connection mode once Ray is up; raises what starting it raised."""
+        self._ready.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.mode is not None
+        return self.mode
+
+    def close(self) -> None:
+        """Stop (or leave) Ray, then let the start thread end; a second call does nothing."""
+        self._ready.wait()
+        if self._done.is_set():
+            return
+        try:
+            if self.mode is not None:
+                disconnect(self.mode)
+        finally:
+            self._done.set()
+            self._thread.join(timeout=10)

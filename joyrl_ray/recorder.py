@@ -1,7 +1,9 @@
 """The Recorder: turns reports from the DataServer into logs, csv, tensorboard and progress.
 
 It lives in the driver process: the driver drains the DataServer's reports every half
-second and hands them here, so no actor ever writes the run's logs.
+second and hands them here (and the evaluator's results), so no actor ever writes the
+run's logs. The progress line shows what limits the run (``limit``: worker_bound,
+learner_bound or balanced, over the last few seconds).
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from joyrl_ray.bottleneck import difference_l, difference_w, judge
+from joyrl_ray.evaluator import EvalResult
+from joyrl_ray.messages import LearnerTimes, Reports, WorkerTimes
 from joyrl_ray.task_dir import TaskDir
 from joyrl_ray.trajectories import TrajectoryWriter
 
 EPISODE_FIELDS = ("episode", "env_steps", "return", "length", "worker_id", "wall_time_s")
-# Keys of a worker's episode report that are not exploration statistics.
-EPISODE_REPORT_KEYS = {*EPISODE_FIELDS, "weights_version"}
 EVAL_FIELDS = (
     "env_steps",
     "updates",
@@ -69,6 +72,8 @@ class Recorder:
         collect_traj: bool,
         counters: dict[str, int] | None = None,
         history: dict[str, Any] | None = None,
+        n_workers: int = 1,
+        n_learners: int = 1,
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -91,6 +96,12 @@ class Recorder:
         self.recent_returns: deque[float] = deque(
             (r["return"] for r in self.episode_rows[-20:]), maxlen=20
         )
+        self.n_workers, self.n_learners = n_workers, n_learners
+        self.env_errors = 0
+        self.first_env_error: str | None = None
+        self.worker_times, self.learner_times = WorkerTimes(), LearnerTimes()
+        self.verdict_mark = (time.monotonic(), WorkerTimes(), LearnerTimes())
+        self.current_verdict = "-"
         self.counters = dict(counters or {"env_steps": 0, "episodes": 0, "updates": 0})
         self.start_counters = dict(self.counters)
         self.episodes_this_run = 0
@@ -116,44 +127,78 @@ class Recorder:
     def log(self, message: str) -> None:
         self.logger.info(message)
 
-    def ingest(self, reports: dict[str, Any]) -> None:
+    def note(self, message: str) -> None:
+        """A line for the console that does not break the progress bar."""
+        if self.bar.disable:
+            print(message, flush=True)
+        else:
+            tqdm.write(message)
+
+    def ingest(self, reports: Reports) -> None:
         """Record one drain of the DataServer's reports."""
-        for ep in reports["episodes"]:
+        for ep in reports.episodes:
             row = {
-                **ep,
                 "episode": len(self.episode_rows) + 1,
+                "env_steps": ep.env_steps,
+                "return": ep.ret,
+                "length": ep.length,
+                "worker_id": ep.worker_id,
                 "wall_time_s": round(self.elapsed(), 3),
             }
-            self.episode_rows.append({k: row[k] for k in EPISODE_FIELDS})
+            self.episode_rows.append(row)
             self.episode_csv.writerow(row)
             self.episodes_this_run += 1
-            self.recent_returns.append(row["return"])
-            step = row["env_steps"]
-            self.tb.add_scalar("episode/return", row["return"], step)
-            self.tb.add_scalar("episode/length", row["length"], step)
-            for key, value in ep.items():  # the policy's exploration_stats (epsilon, ...)
-                if key not in EPISODE_REPORT_KEYS and isinstance(value, int | float):
-                    self.tb.add_scalar(f"explore/{key}", value, step)
-        for metrics in reports["learner"]:
-            step = metrics["updates"]
-            for key, value in metrics.items():
-                if key not in ("updates", "env_steps"):
-                    self.tb.add_scalar(f"learner/{key}", value, step)
-        for result in reports["evals"]:
-            self.eval_history.append({k: result[k] for k in EVAL_FIELDS if k in result})
-            self.eval_csv.writerow(result)
-            for key in ("return_mean", "return_std", "return_min", "return_max", "length_mean"):
-                if key in result:
-                    self.tb.add_scalar(f"eval/{key}", result[key], result["env_steps"])
-            self.log(
-                f"eval at {result['env_steps']} env steps / {result['updates']} updates: "
-                f"return {result['return_mean']:.1f} +- {result['return_std']:.1f}"
-            )
+            self.recent_returns.append(ep.ret)
+            self.tb.add_scalar("episode/return", ep.ret, ep.env_steps)
+            self.tb.add_scalar("episode/length", ep.length, ep.env_steps)
+            for key, value in ep.explore.items():  # the policy's exploration_stats (epsilon, ...)
+                self.tb.add_scalar(f"explore/{key}", value, ep.env_steps)
+        for report in reports.learner:
+            for key, value in report.metrics.items():
+                self.tb.add_scalar(f"learner/{key}", value, report.updates)
+        for text in reports.env_errors:
+            self.env_errors += 1
+            if self.env_errors == 1:
+                self.first_env_error = text
+                self.log(f"env error (the env is rebuilt and the episode dropped): {text}")
         if self.trajs is not None:
-            self.trajs.extend(reports["trajs"])
-        self._update_progress(reports["counters"])
+            self.trajs.extend(reports.trajectories)
+        self.worker_times, self.learner_times = reports.worker_times, reports.learner_times
+        self._update_progress(vars(reports.counters))
         self.episode_file.flush()
+
+    def record_eval(self, result: EvalResult) -> None:
+        row = {
+            "env_steps": result.env_steps,
+            "updates": result.updates,
+            "wall_time_s": round(self.elapsed(), 3),
+            **result.returns,
+        }
+        self.eval_history.append({k: row[k] for k in EVAL_FIELDS if k in row})
+        self.eval_csv.writerow(row)
         self.eval_file.flush()
+        for key in ("return_mean", "return_std", "return_min", "return_max", "length_mean"):
+            if key in row:
+                self.tb.add_scalar(f"eval/{key}", row[key], result.env_steps)
+        self.log(
+            f"eval at {result.env_steps} env steps / {result.updates} updates: "
+            f"return {row['return_mean']:.1f} +- {row['return_std']:.1f}"
+        )
+
+    def verdict(self) -> str:
+        """What limits the run over the last stretch (for the progress line)."""
+        now = time.monotonic()
+        t_mark, workers, learners = self.verdict_mark
+        if now - t_mark >= 5.0:
+            self.current_verdict = judge(
+                difference_w(self.worker_times, workers),
+                difference_l(self.learner_times, learners),
+                wall_s=now - t_mark,
+                n_workers=self.n_workers,
+                n_learners=self.n_learners,
+            ).verdict
+            self.verdict_mark = (now, self.worker_times, self.learner_times)
+        return self.current_verdict
 
     def _update_progress(self, counters: dict[str, int]) -> None:
         now = time.monotonic()
@@ -184,6 +229,7 @@ class Recorder:
             eval=f"{last_eval:.1f}",
             sps=f"{self.rates['env_steps_per_s']:.0f}",
             ups=f"{self.rates['updates_per_s']:.0f}",
+            limit=self.verdict(),
             refresh=False,
         )
         self.bar.update(max(advance, 0))

@@ -1,15 +1,18 @@
-"""One run from a merged config: task directory, roles, the driver loop, the summary.
+"""One run from a merged config: checks, task directory, roles, the driver loop, the summary.
 
-Everything that can be checked is checked before any env or actor starts (config,
-checkpoint path, cluster address, resources). Ctrl-C asks every role to stop; the
-learner writes its final checkpoint, the summary is written, and the run exits 130.
+Everything that can be checked is checked before any actor starts (config, env and its
+packages, the algorithm's fit to the env's spaces, checkpoint path, cluster address, and
+whether the cluster can hold the roles). A local Ray starts in the background meanwhile,
+so its start-up overlaps the driver's own work. The result line and the task directory
+are printed before Ray is torn down.
 """
 
 from __future__ import annotations
 
-import signal
+import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,17 +20,24 @@ from typing import Any
 import yaml
 
 from algos import get_algorithm
-from joyrl_ray import modes, ray_cluster
-from joyrl_ray.config import RunConfig
-from joyrl_ray.data_server import ReplaySpec, StopRule
+from envs.probe import probe_env
+from joyrl_ray import modes
+from joyrl_ray.bottleneck import judge
+from joyrl_ray.checkpoint import CheckpointStore
+from joyrl_ray.config import ConfigError, RunConfig
+from joyrl_ray.data_server import StopRule
+from joyrl_ray.driver import DriveOutcome, Driver
 from joyrl_ray.figures import save_reward_figures
+from joyrl_ray.learner import learner_seconds
+from joyrl_ray.messages import Counters, Placement
+from joyrl_ray.placement import ClusterFitError, alive_nodes, check_fits, describe, make_requests
+from joyrl_ray.ray_cluster import ClusterError, RaySession
 from joyrl_ray.recorder import Recorder
-from joyrl_ray.runtimes import LocalRuntime, RayRuntime
+from joyrl_ray.runtimes import LearnerSetup, LocalRuntime, RayRuntime, RoleResults
 from joyrl_ray.task_dir import TaskDir, create_task_dir
 from joyrl_ray.video import record_video
 
-EXIT_OK, EXIT_INTERRUPTED = 0, 130
-POLL_S = 0.5
+EXIT_OK, EXIT_FAILED = 0, 1
 
 
 @dataclass
@@ -37,139 +47,91 @@ class RunResult:
     summary: dict[str, Any]
 
 
-class _Interrupt:
-    """Turns the first Ctrl-C into a stop request; a second one aborts at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    def __enter__(self) -> _Interrupt:
-        self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __exit__(self, *exc: Any) -> None:
-        signal.signal(signal.SIGINT, self.previous)
-
-
-def _worker_cpus(cfg: RunConfig) -> float:
-    """Worker CPU request; by default an even share of what the learner leaves."""
-    general = cfg.general
-    if general.worker_num_cpus is not None:
-        return float(general.worker_num_cpus)
-    import ray
-
-    total = ray.cluster_resources().get("CPU", 1.0)
-    learner = general.learner_num_cpus if general.mode == "train" else 0.0
-    share = (total - learner) / general.n_workers
-    return max(min(1.0, round(share, 2)), 0.01)
-
-
-def run(cfg: RunConfig) -> RunResult:
-    started_at = time.time()
-    start = modes.prepare(cfg)  # mode checks and the start checkpoint, before anything runs
-    cfg, general = start.cfg, start.cfg.general
-    for note in start.notes:
-        print(f"warning: {note}", file=sys.stderr)
-    train = general.mode == "train"
-    spec = get_algorithm(general.algo_name)
-
-    ray_mode = None
-    worker_cpus = 0.0
-    if general.mp_backend == "ray":
-        ray_mode = ray_cluster.connect(general.ray_address, num_cpus=general.ray_num_cpus)
+def _check_spaces(cfg: RunConfig, spaces: Any) -> None:
+    policy_cls = get_algorithm(cfg.general.algo_name).policy_cls
     try:
-        if ray_mode is not None:
-            worker_cpus = _worker_cpus(cfg)
-            requests = {
-                "CPU": general.n_workers * worker_cpus + (general.learner_num_cpus if train else 0)
-            }
-            if train and general.learner_num_gpus > 0:
-                requests["GPU"] = general.learner_num_gpus
-            ray_cluster.check_resources(requests)
-        task = create_task_dir(general.tasks_dir, general.mode, cfg.env.id, general.algo_name)
+        policy_cls.check_spaces(*spaces)
+    except ValueError as exc:
+        raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name}: {exc}") from None
+
+
+def run(
+    cfg: RunConfig,
+    *,
+    started_at: float | None = None,
+    announce: Callable[[RunResult], None] | None = None,
+) -> RunResult:
+    """Run ``cfg``; ``announce`` sees the result before Ray is torn down."""
+    started_at = started_at or time.time()
+    general = cfg.general
+    session = None
+    if general.mp_backend == "ray":
+        from joyrl_ray.ray_version import check_ray_version
+
+        check_ray_version()
+        session = RaySession(general.ray_address, num_cpus=general.ray_num_cpus)
+    try:
+        spaces = probe_env(cfg.env, max_episode_steps=general.max_step)
+        _check_spaces(cfg, spaces)
+        start = modes.prepare(cfg, spaces)
+        cfg = start.cfg
+        for note in start.notes:
+            print(f"warning: {note}", file=sys.stderr)
+        requests = None
+        if session is not None:
+            session.wait()
+            nodes = alive_nodes()
+            requests = make_requests(cfg.general, nodes, cfg.general.mode == "train")
+            try:
+                check_fits(requests, nodes)
+            except ClusterFitError as exc:
+                raise ClusterError(str(exc)) from None
+        task = create_task_dir(
+            cfg.general.tasks_dir, cfg.general.mode, cfg.env.id, cfg.general.algo_name
+        )
         (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return _drive(cfg, task, spec, started_at, start, ray_mode, worker_cpus)
+        return _run_in(cfg, task, start, spaces, requests, started_at, announce, session)
     finally:
-        if ray_mode is not None:
-            ray_cluster.disconnect(ray_mode)
+        if session is not None:
+            session.close()
 
 
-def _server_kwargs(cfg: RunConfig, spec: Any, counters: dict[str, int] | None) -> dict[str, Any]:
+def _server_kwargs(cfg: RunConfig, counters: Counters | None, buffer: Any) -> dict[str, Any]:
     general = cfg.general
     train = general.mode == "train"
-    off_policy = train and not spec.policy_cls.on_policy
+    needs = get_algorithm(general.algo_name).policy_cls.data_needs(cfg.algo) if train else None
     return {
         "stop_rule": StopRule(
             max_env_steps=general.max_env_steps if train else -1,
             max_episode=general.max_episode,
-            reward_threshold=general.reward_threshold if train else None,
+            max_env_errors=general.max_env_errors,
         ),
-        "replay": ReplaySpec.from_algo_cfg(cfg.algo) if off_policy else None,
+        "needs": needs,
         "n_workers": general.n_workers,
+        "n_learners": general.n_learners if train else 1,
         "learner_lag_tolerance": general.learner_lag_tolerance,
         "counters": counters,
         "seed": general.seed or None,
+        "buffer_state": buffer,
     }
 
 
-def _make_runtime(
-    cfg: RunConfig,
-    server_kwargs: dict[str, Any],
-    learner_kwargs: dict[str, Any] | None,
-    ray_mode: str | None,
-    worker_cpus: float,
-) -> LocalRuntime | RayRuntime:
-    if ray_mode is None:
-        return LocalRuntime(cfg, server_kwargs, learner_kwargs)
-    import ray
-
-    # On a Ray this run started, keep the learner (and its checkpoints) on the driver's node.
-    node = ray.get_runtime_context().get_node_id() if ray_mode != "attached" else None
-    return RayRuntime(
-        cfg, server_kwargs, learner_kwargs, worker_num_cpus=worker_cpus, learner_node=node
-    )
-
-
-def _drive_loop(runtime: LocalRuntime | RayRuntime, recorder: Recorder) -> int:
-    """Advance the roles and record their reports until every role is done."""
-    exit_code = EXIT_OK
-    with _Interrupt() as interrupt:
-        while not runtime.advance(POLL_S):
-            recorder.ingest(runtime.data_server.call("drain_reports").result())
-            if interrupt.requested and exit_code == EXIT_OK:
-                runtime.data_server.call("request_stop", "interrupted").result()
-                recorder.log("interrupted: stopping every role")
-                exit_code = EXIT_INTERRUPTED
-    return exit_code
-
-
-def _drive(
+def _run_in(
     cfg: RunConfig,
     task: TaskDir,
-    spec: Any,
-    started_at: float,
     start: modes.Start,
-    ray_mode: str | None,
-    worker_cpus: float,
+    spaces: Any,
+    requests: Any,
+    started_at: float,
+    announce: Callable[[RunResult], None] | None,
+    session: RaySession | None,
 ) -> RunResult:
     general = cfg.general
     train = general.mode == "train"
-    resume, source = start.resume, start.source
+    resume = start.resume
     carried = modes.carry_over(start, task)
-    counters = dict(resume["counters"]) if resume else None
-    learner_kwargs = None
-    if train:
-        learner_kwargs = {
-            "task_dir": str(task.root),
-            "started_at": started_at,
-            "checkpoint": resume,
-            "threads": max(1, int(general.learner_num_cpus)),
-        }
+    counters = Counters(**resume["counters"]) if resume else None
+    history = modes.previous_history(start.source, resume["counters"]) if resume else {}
     recorder = Recorder(
         task,
         started_at=started_at,
@@ -177,8 +139,10 @@ def _drive(
         total_episodes=general.max_episode,
         progress=general.progress,
         collect_traj=general.collect_traj,
-        counters=counters,
-        history=modes.previous_history(source, counters) if resume else {},
+        counters=vars(counters) if counters else None,
+        history=history,
+        n_workers=general.n_workers,
+        n_learners=general.n_learners if train else 0,
     )
     try:
         recorder.log(
@@ -191,30 +155,22 @@ def _drive(
             )
         for note in start.notes:
             recorder.log(f"warning: {note}")
-        runtime = _make_runtime(
-            cfg, _server_kwargs(cfg, spec, counters), learner_kwargs, ray_mode, worker_cpus
+        store = CheckpointStore(task.models, keep=general.keep_checkpoints)
+        buffer = modes.saved_buffer(start) if resume and general.save_buffer else None
+        outcome, results, server_stats, nodes_line = _drive(
+            cfg, recorder, store, start, spaces, requests, counters, buffer, session
         )
-        try:
-            if not train:  # workers act with the checkpoint's weights
-                server = runtime.data_server
-                server.call("publish_weights", server.share(start.policy.get_weights()), 1).result()
-            exit_code = _drive_loop(runtime, recorder)
-            roles = runtime.role_stats()
-            server_stats = runtime.data_server.call("stats").result()
-            recorder.ingest(runtime.data_server.call("drain_reports").result())
-        finally:
-            runtime.shutdown()
-
         render: dict[str, Any] = {}
-        if not train and cfg.env.render_mode is not None and exit_code == EXIT_OK:
+        if not train and cfg.env.render_mode is not None and outcome.exit_code == EXIT_OK:
             render = record_video(cfg, start.policy, task, n_episodes=general.render_n_episodes)
             if "render_error" in render:
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
-        summary = _summary(cfg, recorder, roles, server_stats, started_at, source)
-        summary["loaded_checkpoint"] = (
-            str(start.checkpoint_file) if start.checkpoint_file is not None else None
-        )
+        summary = _summary(cfg, recorder, outcome, results, server_stats, started_at, start)
+        summary["placement"] = {
+            "cluster": nodes_line,
+            "roles": {role: vars(p) for role, p in sorted(outcome.placements.items())},
+        }
         summary.update(render)
         recorder.write_summary(summary)
         if general.save_fig or general.show_fig:
@@ -229,55 +185,166 @@ def _drive(
         recorder.log(f"finished: {summary['stop_reason']}")
     finally:
         recorder.close()
-    return RunResult(task.root, exit_code, summary)
+    result = RunResult(task.root, outcome.exit_code, summary)
+    if announce is not None:
+        announce(result)
+    if session is not None:
+        teardown_started = time.monotonic()
+        session.close()
+        summary["time_s"]["teardown"] = round(time.monotonic() - teardown_started, 3)
+        recorder.write_summary(summary)
+    return result
+
+
+def _drive(
+    cfg: RunConfig,
+    recorder: Recorder,
+    store: CheckpointStore,
+    start: modes.Start,
+    spaces: Any,
+    requests: Any,
+    counters: Counters | None,
+    buffer: Any,
+    session: RaySession | None,
+) -> tuple[DriveOutcome, RoleResults, Any, str]:
+    general = cfg.general
+    train = general.mode == "train"
+    driver: Driver | None = None
+    setup = None
+    if train:
+        state = start.checkpoint_bytes() if start.resume else None
+        setup = LearnerSetup(spaces, state, lambda: driver.latest_state if driver else None)
+    server_kwargs = _server_kwargs(cfg, counters, buffer)
+    nodes_line = "one process"
+    if session is None:
+        runtime: LocalRuntime | RayRuntime = LocalRuntime(cfg, server_kwargs, setup, spaces)
+    else:
+        nodes_line = describe(alive_nodes())
+        runtime = RayRuntime(cfg, server_kwargs, setup, spaces, requests)
+    try:
+        if not train:  # workers act with the checkpoint's weights
+            runtime.data_server.publish_weights(start.policy.get_weights(), 1).result(60)
+        best = max((e["return_mean"] for e in recorder.eval_history), default=-math.inf)
+        n_roles = general.n_workers + (general.n_learners if train else 0)
+
+        def announce_placement(placements: dict[str, Placement]) -> None:
+            line = placement_line(nodes_line, placements)
+            recorder.log(line)
+            if general.progress:
+                recorder.note(line)
+
+        driver = Driver(
+            cfg,
+            runtime,
+            recorder,
+            store,
+            expected_roles=n_roles,
+            best_return=best,
+            announce_placement=announce_placement,
+        )
+        outcome = driver.drive()
+        server_stats = None
+        if driver.server_alive:
+            runtime.data_server.finish().result(60)
+            server_stats = runtime.data_server.stats().result(60)
+        return outcome, runtime.results, server_stats, nodes_line
+    finally:
+        runtime.shutdown()
+
+
+def placement_line(nodes_line: str, placements: dict[str, Placement]) -> str:
+    where: dict[str, list[str]] = {}
+    for role, place in sorted(placements.items()):
+        where.setdefault(place.ip, []).append(role)
+    roles = "; ".join(f"{ip}: {', '.join(names)}" for ip, names in where.items())
+    return f"cluster: {nodes_line}; {roles}"
 
 
 def _summary(
     cfg: RunConfig,
     recorder: Recorder,
-    roles: dict[str, Any],
-    server: dict[str, Any],
+    outcome: DriveOutcome,
+    results: RoleResults,
+    server: Any,
     started_at: float,
-    source: Path | None,
+    start: modes.Start,
 ) -> dict[str, Any]:
     from joyrl_ray.evaluator import summarize_returns
 
     general = cfg.general
+    train = general.mode == "train"
     counters = recorder.counters
-    workers = [w for w in roles.get("workers", []) if w]
     episodes = recorder.episode_rows
+    now = time.monotonic()
+    wall = time.time() - started_at
+    startup = wall - (now - outcome.first_data_at) if outcome.first_data_at else None
+    run_s = None
+    if outcome.first_data_at is not None:
+        run_s = (outcome.stopped_at or now) - outcome.first_data_at
+    learners = results.learner_stats()
+    workers_t, learners_t = recorder.worker_times, recorder.learner_times
+    n_learners = general.n_learners if train else 0
+    bottleneck = judge(
+        workers_t,
+        learners_t,
+        wall_s=max(run_s or wall, 1e-9),
+        n_workers=general.n_workers,
+        n_learners=n_learners,
+    )
     summary: dict[str, Any] = {
         "mode": general.mode,
         "algo": general.algo_name,
         "env_id": cfg.env.id,
         "backend": general.mp_backend,
         "n_workers": general.n_workers,
+        "n_learners": n_learners,
         "env_steps": counters["env_steps"],
         "episodes": counters["episodes"],
         "episodes_this_run": recorder.episodes_this_run,
         "updates": counters["updates"],
-        "wall_time_s": round(time.time() - started_at, 3),
+        "wall_time_s": round(wall, 3),
         "started_at": round(started_at, 3),  # epoch seconds; eval wall times count from here
-        "stop_reason": server["stop_reason"],
-        "resumed_from": str(source) if source is not None and general.mode == "train" else None,
+        "stop_reason": outcome.stop_reason or (server.stop_reason if server else None),
+        "error": outcome.error,
+        "resumed_from": str(start.source) if start.source is not None and train else None,
+        "loaded_checkpoint": str(start.checkpoint_file) if start.checkpoint_file else None,
         "eval_history": recorder.eval_history,
-        "transitions_collected": sum(w["transitions_collected"] for w in workers),
-        "transitions_stored": server["transitions_stored"],
-        "transitions_dropped": server["transitions_dropped"],
-        "weights_versions": server["weights_versions"],
+        "worker_restarts": sum(results.worker_restarts.values()),
+        "worker_restarts_by_worker": {str(k): v for k, v in results.worker_restarts.items()},
+        "workers_dropped": results.workers_dropped,
+        "learner_restarts": results.learner_restarts,
+        "env_errors": recorder.env_errors,
+        "first_env_error": recorder.first_env_error,
+        "bottleneck": bottleneck.as_dict(),
         "time_s": {
-            "workers_busy": round(sum(w["busy_s"] for w in workers), 3),
-            "workers_wait": round(sum(w["wait_s"] for w in workers), 3),
-            "learner_busy": roles.get("learner", {}).get("busy_s", 0.0),
-            "learner_wait": roles.get("learner", {}).get("wait_s", 0.0),
-            "learner_eval": roles.get("learner", {}).get("eval_s", 0.0),
-            "data_server_busy": server["busy_s"],
+            "startup": round(startup, 3) if startup is not None else None,
+            "run": round(run_s, 3) if run_s is not None else None,
+            "teardown": None,
+            "workers_stepping": round(workers_t.step_s, 3),
+            "workers_push_wait": round(workers_t.push_wait_s, 3),
+            "workers_weights_wait": round(workers_t.weights_wait_s, 3),
+            "learner_learning": round(learners_t.learn_s, 3),
+            "learner_data_wait": round(learners_t.data_wait_s, 3),
+            "learner_sync": round(learners_t.sync_s, 3),
+            "learner_eval": round(learners_t.eval_s, 3),
+            "data_server_busy": server.busy_s if server else None,
         },
-        "roles": roles,
+        "learners": [vars(s) | {"times": vars(s.times)} for s in learners],
     }
-    if "learner" in roles:
-        summary["device"] = roles["learner"]["device"]
-    if general.mode == "test":
+    if learners:
+        summary["device"] = learners[0].device
+        summary["learner_seconds"] = learner_seconds(learners)
+    if server is not None:
+        summary.update(
+            transitions_collected=server.transitions_collected,
+            transitions_stored=server.transitions_stored,
+            transitions_dropped=server.transitions_dropped,
+            weights_versions=server.weights_versions,
+            weights_rejected=server.weights_rejected,
+            episodes_dropped=server.episodes_dropped,
+            buffer=server.buffer,
+        )
+    if not train:
         summary.update(
             summarize_returns([e["return"] for e in episodes], [e["length"] for e in episodes])
         )
@@ -290,4 +357,13 @@ def _summary(
         and recorder.eval_history
         and max(e["return_mean"] for e in recorder.eval_history) >= threshold
     )
+    if outcome.exit_code == EXIT_FAILED and train:
+        summary["resume_command"] = resume_command(recorder.task.root)
     return summary
+
+
+def resume_command(task_root: Path) -> str:
+    return (
+        f"python main.py --yaml {task_root / 'config.yaml'} general_cfg.load_checkpoint=true "
+        f"general_cfg.load_path={task_root}"
+    )

@@ -1,142 +1,350 @@
 """The two backends: the same roles as plain objects in one process, or as Ray actors.
 
-Both expose ``data_server`` (a handle), ``advance(timeout_s)`` (make progress; True once
-every role has finished) and ``role_stats()``. The driver loop in :mod:`joyrl_ray.runner`
-does not know which one it drives.
+Both expose the typed clients of the roles the driver talks to (``data_server``,
+``evaluator``), ``advance(timeout_s)`` (make progress and return what happened to the
+roles since the last call), ``finished`` and ``shutdown()``. The driver loop in
+:mod:`joyrl_ray.runner` does not know which backend it drives.
+
+On Ray, the runtime is also where roles are kept healthy (as RLlib's actor manager does):
+each worker has its own restart budget (Ray restarts the process, the runtime resubmits
+its loop; past the budget it is dropped and the run goes on without it), and the learner
+group is restarted as a whole, from the driver's last checkpoint, when any learner dies.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
+
+from joyrl_ray.clients import DataServerClient, EvaluatorClient, LearnerClient, WorkerClient
 from joyrl_ray.config import RunConfig
 from joyrl_ray.data_server import DataServer
-from joyrl_ray.handles import LocalHandle, RayHandle
-from joyrl_ray.learner import TRAINED, Learner
-from joyrl_ray.worker import STOPPED, Worker
+from joyrl_ray.evaluator import OnlineEvaluator
+from joyrl_ray.handles import (
+    Call,
+    LocalHandle,
+    LocalStore,
+    RayHandle,
+    RayStore,
+    RoleDied,
+    RoleError,
+    RoleFailed,
+)
+from joyrl_ray.learner import Learner, LearnerResult, LearnerStats
+from joyrl_ray.placement import (
+    Requests,
+    actor_options,
+    data_server_options,
+    learner_group,
+    worker_strategy,
+)
+from joyrl_ray.worker import Worker, WorkerStats
+
+Spaces = tuple[gym.Space, gym.Space]
+PLACEMENT_TIMEOUT_S = 60.0
+
+
+@dataclass
+class LearnerSetup:
+    """What the learner group starts from."""
+
+    spaces: Spaces
+    start_state: bytes | None  # a resumed run's checkpoint
+    latest_state: Callable[[], bytes | None]  # the driver's newest checkpoint (for restarts)
+
+
+@dataclass
+class RoleEvents:
+    """What happened to the roles during one ``advance``."""
+
+    log: list[str] = field(default_factory=list)
+    failure: str | None = None  # the run cannot go on: why (one line)
+    failure_reason: str | None = None  # stop_reason to record
+
+
+@dataclass
+class RoleResults:
+    workers: dict[int, WorkerStats] = field(default_factory=dict)
+    learners: dict[int, LearnerResult] = field(default_factory=dict)
+    worker_restarts: dict[int, int] = field(default_factory=dict)
+    workers_dropped: list[int] = field(default_factory=list)
+    steps_lost_with_workers: int = 0
+    learner_restarts: int = 0
+
+    def learner_stats(self) -> list[LearnerStats]:
+        return [r.stats for _, r in sorted(self.learners.items())]
 
 
 class LocalRuntime:
-    """``mp_backend: single``: workers and learner take turns in this process."""
-
-    def __init__(
-        self, cfg: RunConfig, server_kwargs: dict[str, Any], learner_kwargs: dict[str, Any] | None
-    ) -> None:
-        self.server = DataServer(**server_kwargs)
-        self.data_server = LocalHandle(self.server)
-        self.learner = (
-            Learner(cfg, self.data_server, **learner_kwargs) if learner_kwargs is not None else None
-        )
-        self.workers = [Worker(i, cfg, self.data_server) for i in range(cfg.general.n_workers)]
-        self.done = False
-        self.stats: dict[str, Any] = {}
-
-    def advance(self, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not self.done and time.monotonic() < deadline:
-            statuses = [worker.step_chunk() for worker in self.workers]
-            if self.learner is not None:
-                while self.learner.train_chunk() == TRAINED:
-                    pass
-            if all(s == STOPPED for s in statuses) or self.server.should_stop():
-                self._finish()
-        return self.done
-
-    def _finish(self) -> None:
-        self.stats = {"workers": [w.stats() for w in self.workers]}
-        if self.learner is not None:
-            self.stats["learner"] = self.learner.finish()
-        for worker in self.workers:
-            worker.close()
-        self.done = True
-
-    def role_stats(self) -> dict[str, Any]:
-        return self.stats
-
-    def shutdown(self) -> None:
-        if not self.done:
-            self._finish()
-
-
-class RayRuntime:
-    """``mp_backend: ray``: Worker, Learner and DataServer as actors, each running its loop."""
+    """``mp_backend: single``: workers, learner and evaluator take turns in this process."""
 
     def __init__(
         self,
         cfg: RunConfig,
         server_kwargs: dict[str, Any],
-        learner_kwargs: dict[str, Any] | None,
-        *,
-        worker_num_cpus: float,
-        learner_node: str | None = None,
+        learner: LearnerSetup | None,
+        spaces: Spaces,
+    ) -> None:
+        general = cfg.general
+        store = LocalStore()
+        self.server = DataServer(**server_kwargs, store=store)
+        self.data_server = DataServerClient(LocalHandle(self.server, "DataServer"))
+        self.learner = None
+        if learner is not None:
+            self.learner = Learner(
+                cfg,
+                self.data_server,
+                learner.spaces,
+                start_state=learner.start_state,
+                threads=max(1, int(general.learner_num_cpus)),
+            )
+            self.learner.start(None)
+        self.workers = [Worker(i, cfg, self.data_server, store) for i in range(general.n_workers)]
+        for worker in self.workers:
+            worker.start()
+        self.evaluator: EvaluatorClient | None = None
+        if learner is not None and general.online_eval:
+            evaluator = OnlineEvaluator(cfg, spaces)
+            self.evaluator = EvaluatorClient(LocalHandle(evaluator, "Evaluator"))
+        self.results = RoleResults()
+        self.finished = False
+        self._stepping = list(self.workers)
+        self._learning = self.learner is not None
+
+    def advance(self, timeout_s: float) -> RoleEvents:
+        deadline = time.monotonic() + timeout_s
+        while not self.finished and time.monotonic() < deadline:
+            self._stepping = [w for w in self._stepping if w.step(0.0)]
+            while self._learning and (status := self.learner.train_step(0.0)) == "learned":
+                pass
+            if self._learning and status == "stopped":
+                self._learning = False
+            if not self._stepping and not self._learning:
+                self._finish()
+        return RoleEvents()
+
+    def _finish(self) -> None:
+        for worker in self.workers:
+            self.results.workers[worker.worker_id] = worker.finish()
+            worker.close()
+        if self.learner is not None:
+            self.results.learners[0] = self.learner.finish()
+        self.finished = True
+
+    def shutdown(self) -> None:
+        if not self.finished:
+            self.server.request_stop("shutdown")
+            self._finish()
+
+
+class RayRuntime:
+    """``mp_backend: ray``: every role an actor, each running its own loop."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        server_kwargs: dict[str, Any],
+        learner: LearnerSetup | None,
+        spaces: Spaces,
+        requests: Requests,
     ) -> None:
         import ray
 
-        general = cfg.general
         self.ray = ray
+        self.cfg = cfg
+        general = cfg.general
         name = f"joyrl-data-server-{uuid.uuid4().hex[:12]}"
-        server_cls = ray.remote(DataServer).options(num_cpus=0, max_concurrency=1, name=name)
-        self.server_actor = server_cls.remote(**server_kwargs)
-        self.data_server = RayHandle(name, self.server_actor)
-        self.learner = None
-        if learner_kwargs is not None:
-            options: dict[str, Any] = {
-                "num_cpus": general.learner_num_cpus,
-                "num_gpus": general.learner_num_gpus,
-            }
-            if learner_node is not None:  # checkpoints land on the driver's filesystem
-                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
-                    learner_node, soft=False
-                )
-            self.learner = (
-                ray.remote(Learner)
-                .options(**options)
-                .remote(cfg, self.data_server, **learner_kwargs)
+        concurrency = general.n_workers * (general.max_pushes_in_flight + 2)
+        concurrency += 4 * general.n_learners + 8
+        self.server_actor = (
+            ray.remote(DataServer)
+            .options(
+                num_cpus=0,
+                max_concurrency=concurrency,
+                name=name,
+                **data_server_options(general),
             )
+            .remote(**server_kwargs, store=RayStore())
+        )
+        self.data_server = DataServerClient(
+            RayHandle("DataServer", name=name, actor=self.server_actor)
+        )
+        self.requests = requests
+        self.learner_setup = learner
+        self.results = RoleResults()
+        self.runs: dict[Any, tuple[str, int]] = {}  # call -> (role, index)
+        self.learners: list[Any] = []
+        self.learner_generation = 0
+        self.group: Any = None
+        if learner is not None:
+            self.group = learner_group(general, requests.learner or {})
+            self._start_learners(learner.start_state)
         worker_cls = ray.remote(Worker).options(
-            num_cpus=worker_num_cpus, max_restarts=general.max_restarts
+            **actor_options(requests.worker),
+            max_restarts=general.max_worker_restarts,
+            scheduling_strategy=worker_strategy(general),
         )
         self.workers = [
-            worker_cls.remote(i, cfg, self.data_server) for i in range(general.n_workers)
+            worker_cls.remote(i, cfg, self.data_server, RayStore())
+            for i in range(general.n_workers)
         ]
-        self.runs: dict[Any, tuple[str, int]] = {}
-        for i, worker in enumerate(self.workers):
-            self.runs[worker.run.remote()] = ("worker", i)
-        if self.learner is not None:
-            self.runs[self.learner.run.remote()] = ("learner", 0)
-        self.stats: dict[str, Any] = {"workers": [None] * len(self.workers)}
-        self.restarts = 0
-        self.max_restarts = general.max_restarts
+        for i, actor in enumerate(self.workers):
+            self._submit(WorkerClient(RayHandle(f"worker {i}", actor=actor)).run(), "worker", i)
+        self.evaluator: EvaluatorClient | None = None
+        self.evaluator_actor = None
+        if learner is not None and general.online_eval:
+            self.evaluator_actor = (
+                ray.remote(OnlineEvaluator).options(num_cpus=0, max_restarts=3).remote(cfg, spaces)
+            )
+            self.evaluator = EvaluatorClient(RayHandle("Evaluator", actor=self.evaluator_actor))
+        self.finished = False
 
-    def advance(self, timeout_s: float) -> bool:
+    # ----- roles -----
+    def _submit(self, call: Call[Any], role: str, index: int) -> None:
+        self.runs[call] = (role, index)
+
+    def _start_learners(self, start_state: bytes | None) -> None:
+        """Create the learner group in its placement group and start every rank's loop."""
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        general = self.cfg.general
+        assert self.learner_setup is not None
+        self.learner_generation += 1
+        ready, _ = self.ray.wait([self.group.ready()], timeout=PLACEMENT_TIMEOUT_S)
+        if not ready:
+            raise RoleDied(
+                f"the learners' placement group ({general.n_learners} x "
+                f"{self.requests.learner}) could not be placed within {PLACEMENT_TIMEOUT_S:g} s"
+            )
+        state_ref = self.ray.put(start_state) if start_state is not None else None
+        options = actor_options(self.requests.learner or {})
+        world = general.n_learners
+        self.learners = [
+            self.ray.remote(Learner)
+            .options(
+                **options,
+                max_restarts=0,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=self.group, placement_group_bundle_index=rank
+                ),
+            )
+            .remote(
+                self.cfg,
+                self.data_server,
+                self.learner_setup.spaces,
+                rank=rank,
+                world_size=world,
+                generation=self.learner_generation,
+                start_state=state_ref,
+                threads=max(1, int(general.learner_num_cpus)),
+            )
+            for rank in range(world)
+        ]
+        clients = [
+            LearnerClient(RayHandle(f"learner {rank}", actor=a))
+            for rank, a in enumerate(self.learners)
+        ]
+        address = clients[0].rendezvous().result(timeout_s=120) if world > 1 else None
+        for rank, client in enumerate(clients):
+            self._submit(client.run(address), "learner", rank)
+
+    def _restart_learners(self, why: str, events: RoleEvents) -> None:
+        general = self.cfg.general
+        for call, (role, _) in list(self.runs.items()):
+            if role == "learner":
+                del self.runs[call]
+        for actor in self.learners:
+            self.ray.kill(actor, no_restart=True)
+        if self.results.learner_restarts >= general.max_learner_restarts:
+            events.failure = (
+                f"the learner group failed {self.results.learner_restarts + 1} times "
+                f"(general_cfg.max_learner_restarts={general.max_learner_restarts}); last: {why}"
+            )
+            events.failure_reason = "learner_failed"
+            return
+        self.results.learner_restarts += 1
+        assert self.learner_setup is not None
+        state = self.learner_setup.latest_state() or self.learner_setup.start_state
+        events.log.append(
+            f"learner died ({why}); restarting the learner group from "
+            f"{'its last checkpoint' if state else 'scratch (no checkpoint yet)'} "
+            f"(restart {self.results.learner_restarts} of {general.max_learner_restarts})"
+        )
+        self._start_learners(state)
+
+    def _worker_died(self, index: int, error: RoleDied, events: RoleEvents) -> None:
+        general = self.cfg.general
+        lost = self.data_server.worker_lost(index).result(timeout_s=30)
+        self.results.steps_lost_with_workers += lost
+        restarts = self.results.worker_restarts.get(index, 0)
+        budget = general.max_worker_restarts
+        text = str(error)
+        if "creation task" in text or "__init__" in text:
+            events.log.append(f"worker {index} could not start ({text}); dropping it")
+            self._drop_worker(index, events)
+        elif budget < 0 or restarts < budget:
+            self.results.worker_restarts[index] = restarts + 1
+            events.log.append(
+                f"worker {index} died ({text}); Ray restarts it (restart {restarts + 1} of "
+                f"{'unlimited' if budget < 0 else budget}); {lost} env steps it held back were lost"
+            )
+            client = WorkerClient(RayHandle(f"worker {index}", actor=self.workers[index]))
+            self._submit(client.run(), "worker", index)
+        else:
+            events.log.append(
+                f"worker {index} died past its restart budget ({budget}): the run goes on "
+                "without it"
+            )
+            self._drop_worker(index, events)
+
+    def _drop_worker(self, index: int, events: RoleEvents) -> None:
+        self.results.workers_dropped.append(index)
+        self.data_server.drop_worker(index).result(timeout_s=30)
+
+    def advance(self, timeout_s: float) -> RoleEvents:
+        events = RoleEvents()
         if not self.runs:
-            return True
-        ready, _ = self.ray.wait(list(self.runs), num_returns=len(self.runs), timeout=timeout_s)
+            self.finished = True
+            return events
+        refs = {call.ref: call for call in self.runs}
+        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
         for ref in ready:
-            role, index = self.runs.pop(ref)
+            call = refs[ref]
+            role, index = self.runs.pop(call)
             try:
-                result = self.ray.get(ref)
-            except self.ray.exceptions.RayActorError:
-                if role == "worker" and self.restarts < self.max_restarts * len(self.workers):
-                    # Ray restarts the actor; its loop resumes from the DataServer's state.
-                    self.restarts += 1
-                    self.runs[self.workers[index].run.remote()] = (role, index)
-                    continue
-                raise
+                result = call.result(timeout_s=30)
+            except RoleDied as exc:
+                if role == "worker":
+                    self._worker_died(index, exc, events)
+                else:
+                    self._restart_learners(str(exc), events)
+                continue
+            except RoleFailed as exc:
+                events.failure = str(exc)
+                events.failure_reason = f"{role}_error"
+                continue
             if role == "worker":
-                self.stats["workers"][index] = result
+                self.results.workers[index] = result
             else:
-                self.stats["learner"] = result
-        return not self.runs
-
-    def role_stats(self) -> dict[str, Any]:
-        return {**self.stats, "worker_restarts": self.restarts}
+                self.results.learners[index] = result
+        self.finished = not self.runs
+        return events
 
     def shutdown(self) -> None:
-        for actor in [*self.workers, self.learner, self.server_actor]:
+        actors = [*self.workers, *self.learners, self.evaluator_actor, self.server_actor]
+        for actor in actors:
             if actor is not None:
-                self.ray.kill(actor)
+                self.ray.kill(actor, no_restart=True)
+        if self.group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(self.group)
+
+
+def role_error(exc: RoleError) -> str:
+    return str(exc)

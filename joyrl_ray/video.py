@@ -102,7 +102,7 @@ def record_video(cfg: Any, policy: Any, task: TaskDir, n_episodes: int) -> dict[
         )
         try:
             for _ in range(n_episodes):
-                ret, _, _ = evaluator.run_episode(on_step=sampler)
+                ret, _ = evaluator.run_episode(on_step=sampler)
                 returns.append(ret)
             fps = _fps(evaluator.env)
         finally:

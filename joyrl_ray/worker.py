@@ -1,288 +1,407 @@
-"""The Worker: steps a vector of envs with a local copy of the policy.
+"""The Worker: steps a vector of envs with an acting copy of the policy.
 
-Off-policy, it folds steps into n-step transitions and pushes them as columns every
-``worker_chunk_steps`` vector steps, keeping at most ``max_pushes_in_flight`` pushes
-unacknowledged (a slow DataServer slows the worker instead of filling memory). On-policy,
-it collects one rollout of ``rollout_len`` steps per env with one weights version and
-waits for the next version before the next rollout. Finished episodes (and trajectories
-with ``collect_traj``) travel with the pushes.
+Per vector step it does one policy forward, one env step and O(1) numpy work, writing the
+step into preallocated ``[time, env]`` chunk columns. Off-policy, each chunk of
+``worker_chunk_steps`` steps is n-step folded and pushed, with at most
+``max_pushes_in_flight`` pushes unacknowledged (a slow DataServer slows the worker instead
+of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
+one weights version, after which the worker waits for the next version. The acks carry
+the newest weights when they are newer than the worker's, so a publish costs a worker one
+object fetch and no extra call.
+
+A worker never polls: when it must wait (throttled, or waiting for weights) it blocks in
+the DataServer until the wait is over. An exception from an env's ``reset`` or ``step``
+does not end the run: the env is rebuilt, the chunk and its partial episodes are dropped
+and counted, and collection goes on (an env that keeps failing stops the run).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import deque
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from algos import get_algorithm
+from envs.faults import with_step_errors
 from envs.registry import make_env_fn
+from envs.rewards import learning_rewards
+from joyrl_ray.batch import (
+    ACTIONS,
+    NEXT_OBS,
+    OBS,
+    REWARDS,
+    TERMINATED,
+    TRUNCATED,
+    Batch,
+)
 from joyrl_ray.buffers.nstep import NStepFolder
 from joyrl_ray.config import RunConfig
-from joyrl_ray.handles import Call, Handle, LocalHandle
+from joyrl_ray.data_needs import ReplayNeeds
+from joyrl_ray.episodes import EpisodeTracker, TrajectoryCutter
+from joyrl_ray.handles import Call, ObjectStore, first_line
+from joyrl_ray.messages import (
+    EpisodeReport,
+    Placement,
+    PushAck,
+    Weights,
+    WorkerReport,
+    WorkerTimes,
+)
+from joyrl_ray.placement import node_here
 from joyrl_ray.seeding import derive_seed
 
-Batch = dict[str, np.ndarray]
-# Status of one step_chunk call.
-STEPPED, WAITING, STOPPED = "stepped", "waiting", "stopped"
-# On-policy waits last a learner iteration: poll for new weights with backoff up to this.
-ON_POLICY_MAX_POLL_S = 0.02
+if TYPE_CHECKING:
+    from joyrl_ray.clients import DataServerClient
+
+RAW_REWARDS = "raw_rewards"  # the env's rewards, kept beside the learning ones for trajectories
+WAIT_S = 1.0  # deadline of one blocking wait in the DataServer; the loop then checks again
+ACK_TIMEOUT_S = 60.0
+FAILED_REBUILDS_BEFORE_GIVING_UP = 3
 
 
-class EpisodeTracker:
-    """Per-env returns and lengths, and whole trajectories when asked for."""
-
-    def __init__(self, n_envs: int, keep_trajectories: bool) -> None:
-        self.returns = np.zeros(n_envs)
-        self.lengths = np.zeros(n_envs, dtype=np.int64)
-        self.keep = keep_trajectories
-        self.steps: list[list[dict[str, Any]]] = [[] for _ in range(n_envs)]
-
-    def record(
-        self, step: Batch, done: np.ndarray, any_done: bool | None = None
-    ) -> tuple[list[int], list[dict[str, Any]]]:
-        """Add one vector step; return the envs whose episode ended and their trajectories."""
-        self.returns += step["rewards"]
-        self.lengths += 1
-        if self.keep:
-            for i in range(len(done)):
-                self.steps[i].append({k: step[k][i] for k in TRAJ_KEYS})
-        if not (done.any() if any_done is None else any_done):  # the common case
-            return [], []
-        ended = list(np.flatnonzero(done))
-        trajs = []
-        if self.keep:
-            for i in ended:
-                trajs.append({k: np.stack([s[k] for s in self.steps[i]]) for k in TRAJ_KEYS})
-                self.steps[i] = []
-        return ended, trajs
-
-    def finish(self, i: int) -> tuple[float, int]:
-        result = (float(self.returns[i]), int(self.lengths[i]))
-        self.returns[i], self.lengths[i] = 0.0, 0
-        return result
+@dataclass
+class WorkerStats:
+    worker_id: int
+    env_steps: int  # env steps this incarnation took
+    env_errors: int
+    times: WorkerTimes
 
 
-TRAJ_KEYS = ("obs", "actions", "rewards", "terminated", "truncated", "next_obs")
+class _Chunk:
+    """Preallocated ``[time, env]`` columns for one chunk (fresh arrays every chunk)."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.columns: Batch = {}
+        self.t = 0
+
+    def write(self, step: dict[str, np.ndarray]) -> None:
+        if not self.columns:
+            self.columns = {
+                key: np.empty((self.length, *np.shape(value)), dtype=np.asarray(value).dtype)
+                for key, value in step.items()
+            }
+        for key, value in step.items():
+            self.columns[key][self.t] = value
+        self.t += 1
+
+    @property
+    def full(self) -> bool:
+        return self.t >= self.length
+
+    def take(self) -> Batch:
+        columns, self.columns, self.t = self.columns, {}, 0
+        return columns
 
 
 class Worker:
     """Collects experience for one run; the same class is a Ray actor or a plain object."""
 
-    def __init__(self, worker_id: int, cfg: RunConfig, data_server: Handle) -> None:
+    def __init__(
+        self, worker_id: int, cfg: RunConfig, data_server: DataServerClient, store: ObjectStore
+    ) -> None:
         torch.set_num_threads(1)
         general = cfg.general
         self.worker_id = worker_id
+        self.cfg = cfg
         self.data_server = data_server
+        self.store = store
         self.train = general.mode == "train"
-        self.chunk_steps = general.worker_chunk_steps
-        self.max_in_flight = general.max_pushes_in_flight
-        self.n_envs = general.n_envs_per_worker
-        seed = general.seed
         spec = get_algorithm(general.algo_name)
-        self.envs = SyncVectorEnv(
-            [make_env_fn(cfg.env, max_episode_steps=general.max_step)] * self.n_envs,
-            autoreset_mode=AutoresetMode.SAME_STEP,
-        )
+        needs = spec.policy_cls.data_needs(cfg.algo)
+        self.replay = needs if self.train and isinstance(needs, ReplayNeeds) else None
+        self.on_policy = self.train and self.replay is None
+        self.n_envs = general.n_envs_per_worker
+        self.max_in_flight = general.max_pushes_in_flight
+        self.chunk_len = needs.rollout_len if self.on_policy else general.worker_chunk_steps
+        self.envs = self._make_envs()
         self.policy = spec.policy_cls(
             cfg.algo,
             self.envs.single_observation_space,
             self.envs.single_action_space,
             torch.device("cpu"),
+            learning=False,
         )
-        self.on_policy = spec.policy_cls.on_policy and self.train
-        # A resumed run (or a restarted actor) continues the global env-step count, so the
-        # exploration schedule continues, and draws fresh env / policy streams for it.
-        start_steps = int(data_server.call("counters").result()["env_steps"])
-        stream = (start_steps,) if start_steps else ()
-        env_seeds = [derive_seed(seed, "env", worker_id, i, *stream) for i in range(self.n_envs)]
-        self.policy.seed(derive_seed(seed, "policy", worker_id, *stream))
-        if seed:
-            torch.manual_seed(derive_seed(seed, "torch", worker_id, *stream))
-        self.obs, _ = self.envs.reset(seed=env_seeds if seed else None)
-        self.folder = (
-            NStepFolder(self.n_envs, self.policy.n_step, self.policy.gamma)
-            if self.policy.n_step > 1 and not self.on_policy
-            else None
-        )
-        self.tracker = EpisodeTracker(self.n_envs, general.collect_traj)
+        self.gamma = self.policy.gamma
+        n_step = self.replay.n_step if self.replay is not None else 1
+        self.folder = NStepFolder(self.n_envs, n_step, self.gamma)
+        self.tracker = EpisodeTracker(self.n_envs)
+        self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
+        self.chunk = _Chunk(self.chunk_len)
+        self.obs: np.ndarray | None = None
         self.weights_version = 0
-        self._rollout_version = -1  # on-policy: the version our last rollout was made with
-        self.global_env_steps = start_steps
-        self.local_env_steps = 0
-        self.own_env_steps = 0  # this worker's steps handed to the DataServer (for stats)
-        self.in_flight: deque[Call] = deque()
-        self._latest_version = 0  # the newest weights version the DataServer told us of
-        # In one process asking is free (and sees a publish at once): keep asking every chunk.
-        self._ask_every_chunk = isinstance(data_server, LocalHandle)
+        self.pending_weights: Weights | None = None
+        self.rollout_version = -1  # on-policy: the version of our last rollout
+        self.global_env_steps = 0
+        self.in_flight: deque[Call[PushAck]] = deque()
         self.stop = False
         self.throttled = False
-        self.pending_episodes: list[dict[str, Any]] = []
-        self.pending_trajs: list[dict[str, Any]] = []
-        self.busy_s = 0.0
-        self.wait_s = 0.0
+        self.report = WorkerReport(worker_id, 0)
+        self.own_env_steps = 0  # taken since the last report (the schedule adds them)
+        self.total_env_steps = 0
+        self.env_error_count = 0
+        self.failed_rebuilds = 0
+        self.times = WorkerTimes()
+        self.kills_due: list[int] = []
+
+    # ----- envs -----
+    def _make_envs(self) -> SyncVectorEnv:
+        general = self.cfg.general
+        make = make_env_fn(self.cfg.env, max_episode_steps=general.max_step)
+        rate = general.fault_injection.env_error_rate
+        if rate > 0:
+            seed = derive_seed(general.seed, "faults", self.worker_id, self.env_error_count)
+            make = with_step_errors(make, rate, seed)
+        return SyncVectorEnv([make] * self.n_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+
+    def _reset_envs(self) -> None:
+        seed = self.cfg.general.seed
+        stream = (self.global_env_steps, self.env_error_count)
+        seeds = [derive_seed(seed, "env", self.worker_id, i, *stream) for i in range(self.n_envs)]
+        self.obs, _ = self.envs.reset(seed=seeds if seed else None)
+
+    def _recover_from_env_error(self, exc: Exception) -> None:
+        """Rebuild the envs; drop (and count) this chunk's steps and the running episodes."""
+        self.env_error_count += 1
+        where = "reset" if self.obs is None else "step"
+        text = f"worker {self.worker_id}: env {where} raised {first_line(exc)}"
+        self.report.env_errors.append(text)
+        dropped = self.chunk.t * self.n_envs + self.folder.reset()
+        if dropped:
+            self.report.dropped["env_error"] = self.report.dropped.get("env_error", 0) + dropped
+        self.chunk.take()
+        self.tracker.reset()
+        if self.cutter is not None:
+            self.cutter.reset()
+        try:
+            self.envs.close()
+        except Exception:  # a broken env may fail to close too; it is replaced anyway
+            pass
+        self.failed_rebuilds += 1
+        if self.failed_rebuilds > FAILED_REBUILDS_BEFORE_GIVING_UP:
+            self.report.fatal_env_error = (
+                f"{text}, and failed again each of the {FAILED_REBUILDS_BEFORE_GIVING_UP} "
+                "times it was rebuilt"
+            )
+            self.stop = True
+            return
+        self.obs = None
+        self.envs = self._make_envs()
 
     # ----- weights and acknowledgements -----
-    def _sync_weights(self) -> None:
-        # Off-policy (and in test mode) the acks of our pushes carry the newest version, so
-        # an actor asks for weights only when it is newer than its own: one call per publish
-        # instead of a round trip per chunk queued behind its own pushes (a new version is
-        # seen within max_pushes_in_flight + 1 chunks). On-policy workers poll here while
-        # they wait for the next version.
-        known = self.weights_version
-        if (
-            not self.on_policy
-            and not self._ask_every_chunk
-            and known > 0
-            and known >= self._latest_version
-        ):
-            return
-        version, box = self.data_server.call("get_weights", self.weights_version).result()
-        if box is not None:
-            self.policy.set_weights(self.data_server.resolve(box))
-            self.weights_version = version
+    def _take_weights(self, weights: Weights | None, *, now: bool) -> None:
+        if weights is not None and weights.version > self.weights_version:
+            self.pending_weights = weights
+        pending = self.pending_weights
+        if pending is None or not (now or self.store.ready(pending.box)):
+            return  # still travelling: keep acting with the current weights meanwhile
+        t0 = time.monotonic()
+        self.policy.set_weights(self.store.get(pending.box, timeout_s=ACK_TIMEOUT_S))
+        self.weights_version = pending.version
+        self.pending_weights = None
+        self.times.weights_wait_s += time.monotonic() - t0
 
-    def _take_ack(self, ack: dict[str, Any]) -> None:
-        self.stop = self.stop or ack["stop"]
-        self.throttled = ack["throttle"]
-        self.global_env_steps = max(self.global_env_steps, ack["env_steps"])
-        self._latest_version = ack["weights_version"]
+    def _take_ack(self, ack: PushAck) -> None:
+        self.stop = self.stop or ack.stop
+        self.throttled = ack.throttled
+        self.global_env_steps = max(self.global_env_steps, ack.env_steps)
+        self._take_weights(ack.weights, now=False)
+        self._inject_kill()
 
     def _wait_for_acks(self, keep: int) -> None:
         t0 = time.monotonic()
         while len(self.in_flight) > keep:
-            self._take_ack(self.in_flight.popleft().result())
-        self.wait_s += time.monotonic() - t0
+            self._take_ack(self.in_flight.popleft().result(timeout_s=ACK_TIMEOUT_S))
+        self.times.push_wait_s += time.monotonic() - t0
+
+    def _needs_newer_weights(self) -> bool:
+        if not self.train:
+            return self.weights_version == 0  # test mode acts only with the checkpoint's
+        return self.on_policy and self.weights_version <= self.rollout_version
+
+    def _wait_for_turn(self, wait_s: float) -> bool:
+        """Block until this worker may collect; False if it still may not (deadline, stop)."""
+        need_weights = self._needs_newer_weights()
+        if not (need_weights or self.throttled):
+            return True
+        t0 = time.monotonic()
+        self._wait_for_acks(0)
+        known = self.weights_version
+        ack = self.data_server.wait_for_turn(self.worker_id, known, need_weights, wait_s).result(
+            timeout_s=wait_s + ACK_TIMEOUT_S
+        )
+        self.stop = self.stop or ack.stop
+        self.throttled = ack.throttled
+        self.global_env_steps = max(self.global_env_steps, ack.env_steps)
+        if need_weights:
+            self._take_weights(ack.weights, now=True)
+            self.times.weights_wait_s += time.monotonic() - t0
+        else:
+            self.times.push_wait_s += time.monotonic() - t0
+        return not (self.stop or self._needs_newer_weights() or self.throttled)
+
+    # ----- fault injection (general_cfg.fault_injection) -----
+    def _arm_kills(self) -> None:
+        faults = self.cfg.general.fault_injection
+        if self.worker_id in faults.kill_worker_ids:
+            self.kills_due = sorted(
+                s for s in faults.kill_at_env_steps if s > self.global_env_steps
+            )
+
+    def _inject_kill(self) -> None:
+        if self.kills_due and self.global_env_steps >= self.kills_due[0]:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     # ----- stepping -----
-    def _step(self) -> Batch:
-        """One vector step; returns the step's columns and records finished episodes."""
-        env_steps = self.global_env_steps + self.local_env_steps
+    def start(self) -> None:
+        """Register with the DataServer: the global step count and the newest weights."""
+        where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
+        start = self.data_server.register_worker(self.worker_id, where).result(ACK_TIMEOUT_S)
+        self.global_env_steps = start.env_steps
+        self.stop = start.stop
+        if start.weights is not None:
+            self._take_weights(start.weights, now=True)
+        seed = self.cfg.general.seed
+        # A restarted worker (or a resumed run) draws fresh streams from where the run is.
+        stream = (start.env_steps,) if start.env_steps else ()
+        self.policy.seed(derive_seed(seed, "policy", self.worker_id, *stream))
+        if seed:
+            torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
+        self._arm_kills()
+
+    def _step(self) -> None:
+        """One vector step, written into the chunk."""
+        if self.obs is None:
+            self._reset_envs()
+        env_steps = self.global_env_steps + self.own_env_steps
         actions, extras = self.policy.act(self.obs, explore=self.train, env_steps=env_steps)
         next_obs, rewards, terminated, truncated, info = self.envs.step(
             self.policy.env_action(actions)
         )
         done = terminated | truncated
-        any_done = bool(done.any())
         true_next = next_obs
-        if any_done:
+        if done.any():
             true_next = next_obs.copy()
             for i in np.flatnonzero(done):
                 true_next[i] = info["final_obs"][i]
         step = {
-            "obs": self.obs,
-            "actions": actions,
-            "rewards": rewards.astype(np.float32),
-            "next_obs": true_next,
-            "terminated": terminated,
-            "truncated": truncated,
+            OBS: self.obs,
+            ACTIONS: actions,
+            REWARDS: learning_rewards(rewards, self.cfg.env),
+            NEXT_OBS: true_next,
+            TERMINATED: terminated,
+            TRUNCATED: truncated,
             **extras,
         }
+        if self.cutter is not None:  # trajectories keep the env's own rewards
+            step[RAW_REWARDS] = rewards
+        self.chunk.write(step)
         self.obs = next_obs
-        self.local_env_steps += self.n_envs
-        ended, trajs = self.tracker.record(step, done, any_done)
-        for i in ended:
-            ret, length = self.tracker.finish(i)
-            self.pending_episodes.append(
-                {
-                    "return": ret,
-                    "length": length,
-                    "worker_id": self.worker_id,
-                    "env_steps": env_steps,
-                    "weights_version": self.weights_version,
-                    **self.policy.exploration_stats(env_steps),
-                }
+        self.own_env_steps += self.n_envs
+        self.total_env_steps += self.n_envs
+        self.report.env_steps += self.n_envs
+        for _env, ret, length in self.tracker.step(rewards, done):
+            self.report.episodes.append(
+                EpisodeReport(
+                    ret,
+                    length,
+                    self.worker_id,
+                    env_steps,
+                    self.weights_version,
+                    self.policy.exploration_stats(env_steps),
+                )
             )
-        self.pending_trajs.extend(trajs)
-        return step
 
-    def _fold(self, steps: list[Batch]) -> Batch:
-        """One chunk of vector steps as transition columns (n-step folded when n_step > 1)."""
-        if self.folder is not None:
-            parts = [self.folder.add(step) for step in steps]
-            return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        # 1-step: stack each column once per chunk; discounts are gamma, 0 after a terminal.
-        out = {k: np.concatenate([s[k] for s in steps]) for k in steps[0] if k != "truncated"}
-        terminated = out.pop("terminated")
-        out["discounts"] = np.where(terminated, 0.0, self.policy.gamma).astype(np.float32)
-        return out
-
-    def _take_reports(self) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
-        steps, episodes, trajs = self.local_env_steps, self.pending_episodes, self.pending_trajs
-        self.global_env_steps += steps
-        self.own_env_steps += steps
-        self.local_env_steps, self.pending_episodes, self.pending_trajs = 0, [], []
-        return steps, episodes, trajs
-
-    def step_chunk(self) -> str:
-        """Collect one chunk (off-policy, test) or one rollout (on-policy) and push it."""
-        if self.stop:
-            return STOPPED
-        if self.throttled:  # the learner trails the update-to-data ratio: let it catch up
-            self._wait_for_acks(0)
-            self._take_ack(self.data_server.call("push_transitions", None, 0).result())
-            if self.throttled:
-                return WAITING
+    def _collect(self) -> Batch | None:
+        """Step until the chunk is full; None if an env error cut it short."""
         t0 = time.monotonic()
-        self._sync_weights()
-        if not self.train and self.weights_version == 0:
-            self.wait_s += time.monotonic() - t0
-            return WAITING  # test mode acts only with the checkpoint's weights
+        try:
+            while not self.chunk.full:
+                self._step()
+        except Exception as exc:  # any env failure: rebuild and go on (see module doc)
+            self._recover_from_env_error(exc)
+            return None
+        finally:
+            self.times.step_s += time.monotonic() - t0
+        self.failed_rebuilds = 0
+        chunk = self.chunk.take()
+        if self.cutter is not None:
+            raw = chunk.pop(RAW_REWARDS)
+            self.report.trajectories.extend(self.cutter.cut({**chunk, REWARDS: raw}))
+        return chunk
+
+    def _take_report(self) -> WorkerReport:
+        report, self.report = self.report, WorkerReport(self.worker_id, 0)
+        report.times = WorkerTimes(**vars(self.times))
+        self.times = WorkerTimes()
+        self.global_env_steps += report.env_steps
+        self.own_env_steps = 0
+        return report
+
+    def step(self, wait_s: float) -> bool:
+        """Collect and push one chunk (or rollout); False once the run has stopped."""
+        if self.stop:
+            return False
+        if not self._wait_for_turn(wait_s):
+            return not self.stop
+        self._take_weights(None, now=False)
+        version = self.weights_version
+        chunk = self._collect()
+        if self.stop:  # the env kept failing: report it and stop
+            self._push(None)
+            return False
+        if chunk is None:
+            return True
         if self.on_policy:
-            if self.weights_version in (0, self._rollout_version):
-                self.wait_s += time.monotonic() - t0
-                return WAITING  # no weights published yet, or our last rollout is not consumed
-            self._rollout_version = self.weights_version
-            steps = [self._step() for _ in range(int(self.policy.cfg.rollout_len))]
-            rollout = {k: np.stack([s[k] for s in steps]) for k in steps[0]}
-            self.busy_s += time.monotonic() - t0
-            n, episodes, trajs = self._take_reports()
-            call = self.data_server.call(
-                "push_rollout", self.weights_version, rollout, n, episodes, trajs
+            self.rollout_version = version
+            report = self._take_report()
+            call = self.data_server.push_rollout(
+                self.worker_id, version, chunk, report, self.weights_version
             )
+            self._send(call)
         else:
-            steps = [self._step() for _ in range(self.chunk_steps)]
-            batch = self._fold(steps) if self.train else None
-            self.busy_s += time.monotonic() - t0
-            n, episodes, trajs = self._take_reports()
-            call = self.data_server.call("push_transitions", batch, n, episodes, trajs)
+            self._push(self.folder.fold(chunk) if self.replay is not None else None)
+        return not self.stop
+
+    def _push(self, batch: Batch | None) -> None:
+        report = self._take_report()
+        call = self.data_server.push_transitions(
+            self.worker_id, batch, report, self.weights_version
+        )
+        self._send(call)
+
+    def _send(self, call: Call[PushAck]) -> None:
         self.in_flight.append(call)
         self._wait_for_acks(self.max_in_flight - 1)
-        return STOPPED if self.stop else STEPPED
 
-    def run(self, poll_s: float = 0.002) -> dict[str, Any]:
-        """Step until the DataServer says stop (the Ray backend's long-running task)."""
-        delay = poll_s
-        while True:
-            status = self.step_chunk()
-            if status == STOPPED:
-                break
-            if status == WAITING:
-                t0 = time.monotonic()
-                time.sleep(delay)
-                self.wait_s += time.monotonic() - t0
-                self._poll_stop()
-                if self.on_policy:  # fewer idle calls to the DataServer while the learner learns
-                    delay = min(delay * 2, ON_POLICY_MAX_POLL_S)
-            else:
-                delay = poll_s
+    def finish(self) -> WorkerStats:
+        """At the stop: settle the acks and report the n-step steps that never completed."""
         self._wait_for_acks(0)
+        unfinished = self.folder.reset()
+        if unfinished or self.report.env_steps or self.report.env_errors:
+            if unfinished:
+                self.report.dropped["nstep_unfinished"] = unfinished
+            self._push(None)
+            self._wait_for_acks(0)
         return self.stats()
 
-    def _poll_stop(self) -> None:
-        if self.on_policy or not self.train:
-            self.stop = self.stop or self.data_server.call("should_stop").result()
+    def run(self) -> WorkerStats:
+        """Step until the DataServer says stop (the Ray backend's long-running task)."""
+        self.start()
+        while self.step(WAIT_S):
+            pass
+        return self.finish()
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "worker_id": self.worker_id,
-            "transitions_collected": self.own_env_steps + self.local_env_steps,
-            "busy_s": round(self.busy_s, 3),
-            "wait_s": round(self.wait_s, 3),
-        }
+    def stats(self) -> WorkerStats:
+        times = WorkerTimes(**vars(self.times))
+        return WorkerStats(self.worker_id, self.total_env_steps, self.env_error_count, times)
 
     def close(self) -> None:
         self.envs.close()

@@ -8,11 +8,20 @@ import pytest
 from algos import ALGORITHMS, get_algorithm
 from envs import EnvConfig, EnvSpecError, check_env_id, make_env
 from joyrl_ray.config import RunConfig, load_config
+from joyrl_ray.data_needs import ReplayNeeds
 
 
 def test_dqn_family_is_registered() -> None:
     assert {"DQN", "DoubleDQN", "DuelingDQN"} <= set(ALGORITHMS)
-    assert get_algorithm("DQN").policy_cls.on_policy is False
+    spec = get_algorithm("DQN")
+    assert isinstance(spec.policy_cls.data_needs(spec.config_cls()), ReplayNeeds)
+
+
+def test_an_algorithm_of_ones_own_by_import_path() -> None:
+    spec = get_algorithm("tests.custom_algo:COUNTING_DQN")
+    assert spec.name == "CountingDQN" and spec.config_cls().batch_size == 8
+    with pytest.raises(KeyError, match="not an AlgoSpec"):
+        get_algorithm("tests.custom_env:CountingEnv")
 
 
 def test_unknown_algorithm_lists_registered_names() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algos.base_config import OffPolicyConfig
+from algos.base_config import OffPolicyConfig, in_range, one_of, positive
 from algos.networks import LayerConfig, layers_field
 
 LOSSES = ("huber", "mse")
@@ -24,6 +24,15 @@ class DQNConfig(OffPolicyConfig):
     max_grad_norm: float | None = 10.0  # gradient-norm clipping; null turns it off
     double_q: bool = False  # pick next actions with the online net, value them with the target
     dueling: bool = False  # value and advantage streams over a shared trunk
+
+    def check(self) -> None:
+        super().check()
+        positive(self, "lr", "epsilon_decay", "max_grad_norm")
+        in_range(self, "epsilon_start", 0, 1)
+        in_range(self, "epsilon_end", 0, 1)
+        in_range(self, "target_update", 1)
+        in_range(self, "tau", 0, 1, low_open=True)
+        one_of(self, "loss", LOSSES)
 
 
 @dataclass

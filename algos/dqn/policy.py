@@ -18,8 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.base import LearnResult, Policy, to_tensor
 from algos.networks import build_network, output_dim, soft_update
+from joyrl_ray.batch import Batch
 
 
 class DuelingQNetwork(nn.Module):
@@ -41,14 +42,19 @@ class DuelingQNetwork(nn.Module):
 class DQNPolicy(Policy):
     """Value-based control for Discrete action spaces."""
 
+    action_spaces = (gym.spaces.Discrete,)
     state_attrs = ("q_net", "target_net", "optimizer")
 
     def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+        self,
+        cfg: Any,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        *,
+        learning: bool = True,
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
-        if not isinstance(action_space, gym.spaces.Discrete):
-            raise ValueError(f"DQN needs a Discrete action space, got {action_space}")
+        super().__init__(cfg, obs_space, action_space, device, learning=learning)
         self.n_actions = int(action_space.n)
         shape = tuple(obs_space.shape)
         if cfg.dueling:
@@ -56,8 +62,9 @@ class DQNPolicy(Policy):
         else:
             self.q_net = build_network(cfg.value_layers, shape, self.n_actions)
         self.q_net.to(device)
-        self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=cfg.lr)
+        if learning:
+            self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
+            self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=cfg.lr)
 
     def epsilon(self, env_steps: int) -> float:
         cfg = self.cfg
@@ -108,14 +115,7 @@ class DQNPolicy(Policy):
             per_sample = F.smooth_l1_loss(q, target, reduction="none")
         loss = (weights * per_sample).mean()
 
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = (
-            nn.utils.clip_grad_norm_(self.q_net.parameters(), cfg.max_grad_norm)
-            if cfg.max_grad_norm
-            else torch.zeros(())
-        )
-        self.optimizer.step()
+        grad_norm = self.optimize(self.optimizer, loss, cfg.max_grad_norm)
         self.updates += 1
         if self.updates % max(int(cfg.target_update), 1) == 0:
             soft_update(self.target_net, self.q_net, float(cfg.tau))

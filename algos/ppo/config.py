@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algos.base_config import OnPolicyConfig
+from algos.base_config import OnPolicyConfig, in_range, one_of, positive
 from algos.networks import LayerConfig, layers_field
 
 LR_SCHEDULES = ("constant", "linear")
@@ -38,3 +38,16 @@ class PPOConfig(OnPolicyConfig):
     log_std_init: float = 0.0  # Gaussian: initial log-std (parameter or head bias)
     log_std_min: float = -5.0  # Gaussian: lower clamp of log-std
     log_std_max: float = 2.0  # Gaussian: upper clamp of log-std
+
+    def check(self) -> None:
+        super().check()
+        positive(self, "lr", "critic_lr", "clip_eps", "adam_eps", "value_clip", "target_kl")
+        positive(self, "max_grad_norm", "reward_clip")
+        in_range(self, "gae_lambda", 0, 1)
+        in_range(self, "n_epochs", 1)
+        in_range(self, "n_minibatches", 1)
+        in_range(self, "minibatch_size", 0)
+        in_range(self, "vf_coef", 0)
+        in_range(self, "lr_end_factor", 0, 1)
+        in_range(self, "lr_decay_steps", 0)
+        one_of(self, "lr_schedule", LR_SCHEDULES)

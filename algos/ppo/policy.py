@@ -16,31 +16,41 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Batch, LearnResult, Policy, to_tensor
+from algos.base import LearnResult, Policy, to_tensor
 from algos.networks import build_network
-from algos.ppo.config import LR_SCHEDULES
 from algos.ppo.distributions import Actor, init_orthogonal
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
+from joyrl_ray.batch import Batch
 
 
 class PPOPolicy(Policy):
     """Stochastic actor (Categorical, MultiCategorical or Gaussian) and a state-value critic."""
 
+    action_spaces = (gym.spaces.Discrete, gym.spaces.Box, gym.spaces.MultiDiscrete)
     state_attrs = ("actor", "critic", "optimizer")
 
-    on_policy = True
-
     def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+        self,
+        cfg: Any,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        *,
+        learning: bool = True,
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
-        if cfg.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(
-                f"algo_cfg.lr_schedule={cfg.lr_schedule!r}; allowed: {', '.join(LR_SCHEDULES)}"
-            )
+        super().__init__(cfg, obs_space, action_space, device, learning=learning)
         obs_shape = tuple(obs_space.shape)
         self.actor = Actor(cfg, obs_shape, action_space).to(device)
+        self.transitions_learned = 0
+        self.reward_scaler = (
+            RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
+        )
+        if learning:
+            self._build_learner(obs_shape)
+
+    def _build_learner(self, obs_shape: tuple[int, ...]) -> None:
+        cfg, device = self.cfg, self.device
         self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(device)
         if cfg.ortho_init:
             init_orthogonal(self.critic, head_gain=1.0)
@@ -52,10 +62,6 @@ class PPOPolicy(Policy):
             ],
             eps=cfg.adam_eps,
         )
-        self.reward_scaler = (
-            RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
-        )
-        self.transitions_learned = 0
 
     # ----- acting -----
     def acting_modules(self) -> dict[str, nn.Module]:
@@ -133,7 +139,7 @@ class PPOPolicy(Policy):
         returns = to_tensor(returns.reshape(rows), device)
         actions = self._flat_actions(np.asarray(batch["actions"]), rows)
         old_log_prob = to_tensor(np.asarray(batch["log_prob"]).reshape(rows), device, torch.float32)
-        self.transitions_learned += rows
+        self.transitions_learned += rows * self.parallel.world_size  # all learners' rows
         lr = self._update_lr()
 
         size = self._minibatch_size(rows)
@@ -155,7 +161,7 @@ class PPOPolicy(Policy):
                 for key, value in stats.items():
                     sums[key] = sums.get(key, 0.0) + value
                 n_updates += 1
-                if cfg.target_kl is not None and stats["approx_kl"] > 1.5 * cfg.target_kl:
+                if cfg.target_kl is not None and self._kl_too_large(stats["approx_kl"]):
                     stop = True
                     break
             if stop:
@@ -175,6 +181,11 @@ class PPOPolicy(Policy):
         metrics.update(self.exploration_stats(0))
         return LearnResult(metrics=metrics)
 
+    def _kl_too_large(self, approx_kl: float) -> bool:
+        """Early stop on the KL averaged over every learner, so all of them stop together."""
+        kl = float(self.parallel.mean(torch.tensor(approx_kl, device=self.device)))
+        return kl > 1.5 * self.cfg.target_kl
+
     def _minibatch_step(
         self,
         obs: torch.Tensor,
@@ -186,7 +197,8 @@ class PPOPolicy(Policy):
     ) -> dict[str, float]:
         cfg = self.cfg
         if cfg.normalize_advantages and len(advantages) > 1:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            mean, std = self.parallel.mean_std(advantages)
+            advantages = (advantages - mean) / (std + 1e-8)
         dist = self.actor(obs)
         log_prob = dist.log_prob(actions)
         log_ratio = log_prob - old_log_prob
@@ -208,13 +220,7 @@ class PPOPolicy(Policy):
             value_loss = 0.5 * F.mse_loss(new_values, returns)
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
 
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.zeros(())
-        if cfg.max_grad_norm:
-            params = [p for group in self.optimizer.param_groups for p in group["params"]]
-            grad_norm = nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-        self.optimizer.step()
+        grad_norm = self.optimize(self.optimizer, loss, cfg.max_grad_norm)
         with torch.no_grad():
             approx_kl = float(((ratio - 1.0) - log_ratio).mean())  # k3 estimator, >= 0
             clip_frac = float(((ratio - 1.0).abs() > cfg.clip_eps).float().mean())

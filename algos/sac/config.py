@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algos.base_config import OffPolicyConfig
+from algos.base_config import OffPolicyConfig, in_range, positive
 from algos.networks import LayerConfig, layers_field
 
 
@@ -25,3 +25,10 @@ class SACConfig(OffPolicyConfig):
     log_std_max: float = 2.0  # upper clamp of the actor's log-std
     random_steps: int = 1_000  # env steps acting uniformly at random before using the actor
     max_grad_norm: float | None = None  # gradient-norm clipping per network; null: off
+
+    def check(self) -> None:
+        super().check()
+        positive(self, "actor_lr", "critic_lr", "alpha_lr", "alpha", "max_grad_norm")
+        in_range(self, "tau", 0, 1, low_open=True)
+        in_range(self, "target_update", 1)
+        in_range(self, "random_steps", 0)

@@ -18,14 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Batch, LearnResult
-from algos.continuous import (
-    TwinCriticPolicy,
-    clip_grads,
-    off_policy_columns,
-    update_twin_critic,
-)
+from algos.base import LearnResult
+from algos.continuous import TwinCriticPolicy, off_policy_columns
 from algos.networks import build_network, soft_update
+from joyrl_ray.batch import Batch
 
 LOG2 = math.log(2.0)
 
@@ -70,13 +66,20 @@ class SACPolicy(TwinCriticPolicy):
     )
 
     def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+        self,
+        cfg: Any,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        *,
+        learning: bool = True,
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
+        super().__init__(cfg, obs_space, action_space, device, learning=learning)
         self.log_alpha = torch.tensor(
             math.log(cfg.alpha), device=device, requires_grad=bool(cfg.auto_alpha)
         )
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        if learning:
+            self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
         self.target_entropy = (
             float(cfg.target_entropy) if cfg.target_entropy is not None else -float(self.scaler.dim)
         )
@@ -105,31 +108,25 @@ class SACPolicy(TwinCriticPolicy):
         actions = self.scaler.to_normalised(b["actions"])
         alpha = self.log_alpha.detach().exp()
 
+        rows = len(actions)
         with torch.no_grad():
-            next_actions, next_log_prob = self.actor(b["next_obs"])
+            next_actions, next_log_prob = self.actor(b["next_obs"], self.noise(rows))
             tq1, tq2 = self.critic_target(b["next_obs"], next_actions)
             soft_value = torch.min(tq1, tq2) - alpha * next_log_prob
             target = b["rewards"] + b["discounts"] * soft_value
-        critic = update_twin_critic(
-            self.critic, self.critic_optimizer, b, actions, target, cfg.max_grad_norm
-        )
+        critic = self.update_critic(b, actions, target)
 
-        new_actions, log_prob = self.actor(b["obs"])
+        new_actions, log_prob = self.actor(b["obs"], self.noise(rows))
         self.critic.requires_grad_(False)
         q_new = torch.min(*self.critic(b["obs"], new_actions))
         self.critic.requires_grad_(True)
         actor_loss = (alpha * log_prob - q_new).mean()
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        actor_grad = clip_grads(self.actor, cfg.max_grad_norm)
-        self.actor_optimizer.step()
+        actor_grad = self.optimize(self.actor_optimizer, actor_loss, cfg.max_grad_norm)
 
         alpha_loss = torch.zeros(())
         if cfg.auto_alpha:
             alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
-            self.alpha_optimizer.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self.alpha_optimizer.step()
+            self.optimize(self.alpha_optimizer, alpha_loss)
 
         self.updates += 1
         if self.updates % max(int(cfg.target_update), 1) == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algos.base_config import OffPolicyConfig
+from algos.base_config import OffPolicyConfig, in_range, positive
 from algos.networks import LayerConfig, layers_field
 
 
@@ -22,3 +22,11 @@ class TD3Config(OffPolicyConfig):
     expl_noise: float = 0.1  # exploration noise std while acting (normalised units)
     random_steps: int = 1_000  # env steps acting uniformly at random before using the actor
     max_grad_norm: float | None = None  # gradient-norm clipping per network; null: off
+
+    def check(self) -> None:
+        super().check()
+        positive(self, "actor_lr", "critic_lr", "max_grad_norm")
+        in_range(self, "tau", 0, 1, low_open=True)
+        in_range(self, "policy_delay", 1)
+        for key in ("policy_noise", "noise_clip", "expl_noise", "random_steps"):
+            in_range(self, key, 0)

@@ -16,14 +16,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.base import Batch, LearnResult
-from algos.continuous import (
-    TwinCriticPolicy,
-    clip_grads,
-    off_policy_columns,
-    update_twin_critic,
-)
+from algos.base import LearnResult
+from algos.continuous import TwinCriticPolicy, off_policy_columns
 from algos.networks import build_network, soft_update
+from joyrl_ray.batch import Batch
 
 
 class TD3Policy(TwinCriticPolicy):
@@ -41,10 +37,17 @@ class TD3Policy(TwinCriticPolicy):
     )
 
     def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+        self,
+        cfg: Any,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        device: torch.device,
+        *,
+        learning: bool = True,
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
-        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
+        super().__init__(cfg, obs_space, action_space, device, learning=learning)
+        if learning:
+            self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.last_actor_loss = 0.0
 
     # ----- acting -----
@@ -68,26 +71,21 @@ class TD3Policy(TwinCriticPolicy):
 
         with torch.no_grad():
             next_actions = self.actor_target(b["next_obs"])
-            noise = (torch.randn_like(next_actions) * cfg.policy_noise).clamp(
+            noise = (self.noise(len(next_actions)) * cfg.policy_noise).clamp(
                 -cfg.noise_clip, cfg.noise_clip
             )
             next_actions = (next_actions + noise).clamp(-1.0, 1.0)
             target = b["rewards"] + b["discounts"] * torch.min(
                 *self.critic_target(b["next_obs"], next_actions)
             )
-        critic = update_twin_critic(
-            self.critic, self.critic_optimizer, b, actions, target, cfg.max_grad_norm
-        )
+        critic = self.update_critic(b, actions, target)
         self.updates += 1
 
         if self.updates % max(int(cfg.policy_delay), 1) == 0:
             self.critic.requires_grad_(False)
             actor_loss = -self.critic.q1(torch.cat([b["obs"], self.actor(b["obs"])], dim=-1)).mean()
             self.critic.requires_grad_(True)
-            self.actor_optimizer.zero_grad(set_to_none=True)
-            actor_loss.backward()
-            clip_grads(self.actor, cfg.max_grad_norm)
-            self.actor_optimizer.step()
+            self.optimize(self.actor_optimizer, actor_loss, cfg.max_grad_norm)
             self.last_actor_loss = float(actor_loss.detach())
             soft_update(self.critic_target, self.critic, float(cfg.tau))
             soft_update(self.actor_target, self.actor, float(cfg.tau))

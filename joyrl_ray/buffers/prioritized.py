@@ -98,3 +98,16 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def stats(self) -> dict[str, float]:
         return {**super().stats(), "beta": self.beta, "max_priority": self.max_priority}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        state = super().state_dict()
+        state["priorities"] = self.tree.get(np.arange(self.size))
+        state["per"] = np.array([self.max_priority, self.sampled_rows], dtype=np.float64)
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        super().load_state_dict(state)
+        if self.size:
+            self.tree.update(np.arange(self.size), state["priorities"])
+        self.max_priority, sampled = (float(x) for x in state["per"])
+        self.sampled_rows = int(sampled)

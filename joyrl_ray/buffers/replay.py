@@ -80,3 +80,25 @@ class ReplayBuffer:
 
     def stats(self) -> dict[str, float]:
         return {"size": self.size, "capacity": self.capacity, "total_added": self.total_added}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The stored rows and ring state as flat arrays (``np.savez`` can write them)."""
+        state = {f"column.{k}": v[: self.size] for k, v in self.columns.items()}
+        state.update(
+            generations=self.generations[: self.size],
+            ring=np.array([self.cursor, self.size, self.total_added, self.capacity]),
+        )
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore rows saved by :meth:`state_dict` (into a buffer of the same capacity)."""
+        cursor, size, total, capacity = (int(x) for x in state["ring"])
+        if capacity != self.capacity:
+            raise ValueError(f"saved replay has capacity {capacity}, this one {self.capacity}")
+        rows = {k.removeprefix("column."): v for k, v in state.items() if k.startswith("column.")}
+        if rows:
+            self._allocate(rows)
+            for key, value in rows.items():
+                self.columns[key][:size] = value
+        self.generations[:size] = state["generations"]
+        self.cursor, self.size, self.total_added = cursor, size, total

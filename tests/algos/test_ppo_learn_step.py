@@ -113,4 +113,4 @@ def test_target_kl_stops_the_epochs_early() -> None:
 
 def test_unknown_lr_schedule_is_refused() -> None:
     with pytest.raises(ValueError, match="lr_schedule"):
-        make(SPACES["discrete"], lr_schedule="cosine")
+        PPOConfig(lr_schedule="cosine").check()

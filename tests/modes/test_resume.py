@@ -17,9 +17,12 @@ import torch
 
 from joyrl_ray.checkpoint import find_checkpoint, load_checkpoint
 from joyrl_ray.cli import run_from_cli
+from envs.probe import probe_env
+from joyrl_ray.clients import DataServerClient
 from joyrl_ray.data_server import DataServer, StopRule
 from joyrl_ray.handles import LocalHandle
 from joyrl_ray.learner import Learner
+from joyrl_ray.messages import Counters
 from joyrl_ray.runner import RunResult, run
 from tests.conftest import ROOT, make_cfg
 from tests.modes.modes_setup import TRAIN_OVERRIDES, epsilon
@@ -103,18 +106,19 @@ def test_resume_continues_counters_optimizer_epsilon_and_history(
 
 
 def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) -> None:
-    checkpoint = load_checkpoint(trained.task_dir / "models" / "last.pt")
+    path = trained.task_dir / "models" / "last.pt"
+    checkpoint = load_checkpoint(path)
     cfg = make_cfg(trained.task_dir.parent, *TRAIN_OVERRIDES)
-    server = DataServer(
-        stop_rule=StopRule(), replay=None, n_workers=1, counters=checkpoint["counters"]
-    )
+    counters = Counters(**checkpoint["counters"])
+    server = DataServer(stop_rule=StopRule(), needs=None, n_workers=1, counters=counters)
+    spaces = probe_env(cfg.env)
     learner = Learner(
         cfg,
-        LocalHandle(server),
-        str(trained.task_dir.parent / "scratch"),
-        started_at=time.time(),
-        checkpoint=checkpoint,
+        DataServerClient(LocalHandle(server, "DataServer")),
+        spaces,
+        start_state=path.read_bytes(),
     )
+    learner.start(None)
     policy = learner.policy
     saved = checkpoint["policy"]
     for name in ("q_net", "target_net"):
@@ -125,8 +129,7 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
         for key, value in param_state.items():
             torch.testing.assert_close(restored_opt["state"][index][key], value)
     assert policy.updates == learner.updates == checkpoint["counters"]["updates"]
-    assert learner.counters == checkpoint["counters"]
-    assert learner.best_return == checkpoint["best_return"]
+    assert vars(learner.counters) == checkpoint["counters"]
     assert learner.weights_version == checkpoint["weights_version"] + 1  # published once
     assert torch.equal(torch.get_rng_state(), checkpoint["rng"]["torch"])
     assert policy.rng.bit_generator.state == checkpoint["rng"]["numpy"]

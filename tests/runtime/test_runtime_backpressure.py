@@ -8,9 +8,11 @@ from collections import deque
 
 import ray.cloudpickle
 
-from joyrl_ray.data_server import DataServer, ReplaySpec, StopRule
-from joyrl_ray.handles import RayHandle
-from joyrl_ray.worker import STEPPED, Worker
+from algos import get_algorithm
+from joyrl_ray.clients import DataServerClient
+from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.handles import RayHandle, RayStore
+from joyrl_ray.worker import Worker
 from tests.conftest import make_cfg
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -30,11 +32,11 @@ class SlowDataServer(DataServer):
         self.delay_s = delay_s
         self.pushes = 0
 
-    def push_transitions(self, batch, env_steps, episodes=None, trajs=None):
+    def push_transitions(self, worker_id, batch, report, known_version):
         time.sleep(self.delay_s)
-        if env_steps:
+        if report.env_steps:
             self.pushes += 1
-        return super().push_transitions(batch, env_steps, episodes, trajs)
+        return super().push_transitions(worker_id, batch, report, known_version)
 
     def push_count(self) -> int:
         return self.pushes
@@ -60,28 +62,30 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         f"general_cfg.n_envs_per_worker={N_ENVS}",
         "general_cfg.seed=5",
     )
+    needs = get_algorithm("DQN").policy_cls.data_needs(cfg.algo)
     server = (
         ray.remote(SlowDataServer)
         .options(num_cpus=0, max_concurrency=1, name="backpressure-server")
         .remote(
             stop_rule=StopRule(max_env_steps=-1),
-            replay=ReplaySpec.from_algo_cfg(cfg.algo),
+            needs=needs,
             n_workers=1,
             learner_lag_tolerance=-1,  # collection only: no learner to wait for
+            store=RayStore(),
             delay_s=DELAY_S,
         )
     )
     try:
-        handle = RayHandle("backpressure-server", server)
-        worker = Worker(0, cfg, handle)
-        # As a learner does at its start: version 1 is published, so the worker asks for
-        # weights once and from then on only reads versions from its push acks.
-        weights = handle.share(worker.policy.get_weights())
-        handle.call("publish_weights", weights, 1).result()
+        client = DataServerClient(RayHandle("DataServer", name="backpressure-server", actor=server))
+        worker = Worker(0, cfg, client, RayStore())
+        # As a learner does at its start: version 1 is published; the worker takes it from
+        # an ack and fetches it once.
+        client.publish_weights(worker.policy.get_weights(), 1).result(30)
+        worker.start()
         worker.in_flight = PeakDeque()
         t0 = time.monotonic()
         for _ in range(CHUNKS):
-            assert worker.step_chunk() == STEPPED
+            assert worker.step(1.0)
             assert len(worker.in_flight) < MAX_IN_FLIGHT  # at most max - 1 between chunks
         elapsed = time.monotonic() - t0
         worker._wait_for_acks(0)
@@ -90,14 +94,16 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         # Stepping 8 x 2 CartPole envs takes ~1 ms: without backpressure the 20 chunks would
         # be sent in well under a second; with it the worker waits for the DataServer.
         assert elapsed >= (CHUNKS - MAX_IN_FLIGHT) * DELAY_S
-        assert worker.wait_s > elapsed / 2  # waiting for acks, not stepping
+        reports = client.drain_reports().result(30)
+        waited = reports.worker_times.push_wait_s + worker.times.push_wait_s
+        assert waited > elapsed / 2  # waiting for acks, not stepping
         assert worker.weights_version == 1
         # Nothing was lost on the way: every push arrived and was stored.
         assert ray.get(server.push_count.remote()) == CHUNKS
-        stats = ray.get(server.stats.remote())
+        stats = client.stats().result(30)
         steps = CHUNKS * CHUNK * N_ENVS
-        assert worker.stats()["transitions_collected"] == steps
-        assert stats["transitions_stored"] == steps and stats["transitions_dropped"] == {}
+        assert worker.stats().env_steps == steps == stats.transitions_collected
+        assert stats.transitions_stored == steps and stats.transitions_dropped == {}
         worker.close()
     finally:
         ray.kill(server)

@@ -1,11 +1,15 @@
-"""On-policy: a rollout made with an old weights version is dropped and counted."""
+"""On-policy, through a real DataServer actor: a rollout made with an old weights version
+is dropped and counted, and weights published by the DataServer travel by reference."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from joyrl_ray.clients import DataServerClient
+from joyrl_ray.data_needs import RolloutNeeds
 from joyrl_ray.data_server import DataServer, StopRule
-from joyrl_ray.handles import RayHandle
+from joyrl_ray.handles import RayHandle, RayStore
+from joyrl_ray.messages import WorkerReport
 
 STEPS = 16
 
@@ -22,34 +26,46 @@ def test_stale_rollouts_are_dropped_and_counted(ray_session):
     ray = ray_session
     actor = (
         ray.remote(DataServer)
-        .options(num_cpus=0, name="stale-rollouts-server")
-        .remote(stop_rule=StopRule(max_env_steps=-1), replay=None, n_workers=1)
+        .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-server")
+        .remote(
+            stop_rule=StopRule(max_env_steps=-1),
+            needs=RolloutNeeds(rollout_len=STEPS // 2),
+            n_workers=1,
+            store=RayStore(),
+        )
     )
-    server = RayHandle("stale-rollouts-server", actor)
+    server = DataServerClient(RayHandle("DataServer", name="stale-rollouts-server", actor=actor))
+
+    def push(version: int, fill: float):
+        report = WorkerReport(0, STEPS)
+        return server.push_rollout(0, version, _rollout(fill), report, 0).result(30)
+
     try:
-        server.call("publish_weights", server.share({"w": np.zeros(3)}), 2).result()
+        assert server.publish_weights({"w": np.zeros(3)}, 2).result(30)
 
-        ack = server.call("push_rollout", 1, _rollout(1.0), STEPS).result()
-        assert ack["weights_version"] == 2 and not ack["stop"]
-        stats = server.call("stats").result()
-        assert stats["transitions_dropped"] == {"stale_rollout": STEPS}
-        assert stats["transitions_stored"] == 0
-        assert server.call("take_rollouts", 1).result() == []
+        ack = push(1, 1.0)
+        assert ack.weights is not None and ack.weights.version == 2 and not ack.stop
+        np.testing.assert_array_equal(RayStore().get(ack.weights.box)["w"], np.zeros(3))
+        stats = server.stats().result(30)
+        assert stats.transitions_dropped == {"stale_rollout": STEPS}
+        assert stats.transitions_stored == 0
+        assert server.take_rollouts(0, 1, 0.0).result(30).rollout is None
 
-        server.call("push_rollout", 2, _rollout(2.0), STEPS).result()
-        (taken,) = server.call("take_rollouts", 1).result()
+        push(2, 2.0)
+        taken = server.take_rollouts(0, 2, 0.0).result(30).rollout
         np.testing.assert_array_equal(taken["obs"], _rollout(2.0)["obs"])
-        stats = server.call("stats").result()
-        assert stats["transitions_stored"] == STEPS
-        assert stats["transitions_dropped"] == {"stale_rollout": STEPS}
+        stats = server.stats().result(30)
+        assert stats.transitions_stored == STEPS
+        assert stats.transitions_dropped == {"stale_rollout": STEPS}
 
         # Queued with the current version, but the learner published again before taking it.
-        server.call("push_rollout", 2, _rollout(3.0), STEPS).result()
-        server.call("publish_weights", server.share({"w": np.ones(3)}), 3).result()
-        assert server.call("take_rollouts", 1).result() == []
-        stats = server.call("stats").result()
-        assert stats["transitions_dropped"] == {"stale_rollout": 2 * STEPS}
+        push(2, 3.0)
+        server.publish_weights({"w": np.ones(3)}, 3).result(30)
+        assert server.take_rollouts(0, 3, 0.0).result(30).rollout is None
+        stats = server.stats().result(30)
+        assert stats.transitions_dropped == {"stale_rollout": 2 * STEPS}
         # Every step still counts as collected.
-        assert server.call("counters").result()["env_steps"] == 3 * STEPS
+        assert stats.transitions_collected == 3 * STEPS
+        assert stats.transitions_collected == stats.transitions_stored + 2 * STEPS
     finally:
         ray.kill(actor)

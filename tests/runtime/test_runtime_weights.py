@@ -13,9 +13,12 @@ import time
 import numpy as np
 import ray.cloudpickle
 
-from joyrl_ray.data_server import DataServer, ReplaySpec, StopRule
-from joyrl_ray.handles import RayHandle
-from joyrl_ray.learner import TRAINED, Learner
+from algos import get_algorithm
+from envs.probe import probe_env
+from joyrl_ray.clients import DataServerClient
+from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.handles import RayHandle, RayStore
+from joyrl_ray.learner import LEARNED, Learner
 from joyrl_ray.worker import Worker
 from tests.conftest import make_cfg
 
@@ -33,6 +36,7 @@ class ProbeWorker(Worker):
 
 class ProbeLearner(Learner):
     def probe(self, obs: np.ndarray) -> tuple[int, np.ndarray]:
+        self.pending.drain(30)  # its publishes have reached the DataServer
         return self.weights_version, self.policy.q_values(obs)
 
 
@@ -58,25 +62,26 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
     )
     server = (
         ray.remote(DataServer)
-        .options(num_cpus=0, name="weights-test-server")
+        .options(num_cpus=0, max_concurrency=8, name="weights-test-server")
         .remote(
             stop_rule=StopRule(max_env_steps=-1),
-            replay=ReplaySpec.from_algo_cfg(cfg.algo),
+            needs=get_algorithm("DQN").policy_cls.data_needs(cfg.algo),
             n_workers=1,
             learner_lag_tolerance=-1,
+            store=RayStore(),
         )
     )
-    handle = RayHandle("weights-test-server", server)
+    client = DataServerClient(RayHandle("DataServer", name="weights-test-server", actor=server))
     learner = (
-        ray.remote(ProbeLearner)
-        .options(num_cpus=0)
-        .remote(cfg, handle, task_dir=str(tmp_path), started_at=time.time())
+        ray.remote(ProbeLearner).options(num_cpus=0).remote(cfg, client, probe_env(cfg.env))
     )
-    worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, handle)
+    worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, client, RayStore())
     obs = _probe_obs()
     try:
-        assert ray.get(learner.stats.remote())["weights_version"] == 1  # published at start
-        ray.get(worker.step_chunk.remote())
+        ray.get(learner.start.remote(None))
+        assert ray.get(learner.stats.remote()).weights_version == 1  # published at start
+        ray.get(worker.start.remote())
+        ray.get(worker.step.remote(1.0))
         v1, q1, a1 = ray.get(worker.probe.remote(obs))
         lv1, lq1 = ray.get(learner.probe.remote(obs))
         assert v1 == lv1 == 1
@@ -84,13 +89,13 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
 
         versions = [v1]
         for _ in range(12):  # collect and learn in turns, as the actors' loops would
-            ray.get(worker.step_chunk.remote())
-            while ray.get(learner.train_chunk.remote()) == TRAINED:
+            ray.get(worker.step.remote(1.0))
+            while ray.get(learner.train_step.remote(0.0)) == LEARNED:
                 pass
             versions.append(ray.get(worker.probe.remote(obs))[0])
         stats = ray.get(learner.stats.remote())
-        assert stats["updates"] >= 200
-        assert stats["weights_version"] == 1 + stats["updates"] // PUBLISH_EVERY
+        assert stats.updates >= 200
+        assert stats.weights_version == 1 + stats.updates // PUBLISH_EVERY
         # The worker picks up new versions as they are published (it learns of them from
         # the acks of its pushes), never goes back, and saw several of them.
         assert versions == sorted(versions) and versions[-1] > 1, versions
@@ -98,11 +103,11 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
 
         ray.get(learner.publish_weights.remote())  # publish the very latest weights
         lv2, lq2 = ray.get(learner.probe.remote(obs))
-        assert lv2 == 2 + stats["updates"] // PUBLISH_EVERY
+        assert lv2 == 2 + stats.updates // PUBLISH_EVERY
         # A worker hears of a new version in the ack of a push sent after the publish, so
         # it acts with it within max_pushes_in_flight + 1 chunks.
         for _ in range(cfg.general.max_pushes_in_flight + 1):
-            ray.get(worker.step_chunk.remote())
+            ray.get(worker.step.remote(1.0))
             v2, q2, a2 = ray.get(worker.probe.remote(obs))
             if v2 == lv2:
                 break

@@ -1,0 +1,36 @@
+"""Injected env failures (``general_cfg.fault_injection.env_error_rate``), for checking that
+a run survives a flaky simulator: the wrapped env's ``step`` raises at random."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class InjectedEnvError(RuntimeError):
+    """What a flaky env raises on purpose."""
+
+
+class RandomStepErrors(gym.Wrapper):
+    """Raises :class:`InjectedEnvError` from ``step`` with probability ``rate``."""
+
+    def __init__(self, env: gym.Env, rate: float, seed: int | None) -> None:
+        super().__init__(env)
+        self.rate = rate
+        self.draws = np.random.default_rng(seed)
+
+    def step(self, action: Any) -> Any:
+        if self.draws.random() < self.rate:
+            raise InjectedEnvError(f"injected env error (fault_injection.env_error_rate={self.rate})")
+        return self.env.step(action)
+
+
+def with_step_errors(
+    make: Callable[[], gym.Env], rate: float, seed: int | None
+) -> Callable[[], gym.Env]:
+    """``make`` whose envs fail at ``rate`` per step."""
+    draws = np.random.default_rng(seed)
+    return lambda: RandomStepErrors(make(), rate, int(draws.integers(2**31)))

@@ -1,0 +1,86 @@
+"""What limits a run: the share of wall time each role spent working and waiting.
+
+Workers step envs, wait to push (acks, and while throttled because the learners trail the
+update-to-data ratio) and wait for weights (on-policy: while the learners learn). Learners
+learn, wait for data, and sync gradients. When workers spend their time held back by the
+learners, the run is learner-bound and more learners (or a GPU) would help; when learners
+spend theirs waiting for data, it is worker-bound and more workers would help.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from joyrl_ray.messages import LearnerTimes, WorkerTimes
+
+WAITING_SHARE = 0.3  # a side that waits this much of its time is not the limit
+VERDICTS = {
+    "worker_bound": "worker-bound: the learners wait for data; more workers would help",
+    "learner_bound": "learner-bound: the workers wait for the learners; more learners or a "
+    "GPU would help",
+    "balanced": "balanced: neither side waits much for the other",
+}
+
+
+@dataclass
+class Bottleneck:
+    """Shares of wall time (per role instance, averaged) and the verdict."""
+
+    worker_stepping: float
+    worker_push_wait: float
+    worker_weights_wait: float
+    learner_learning: float
+    learner_data_wait: float
+    learner_sync: float
+    learner_eval: float
+    verdict: str  # worker_bound, learner_bound or balanced
+    sentence: str
+
+    def as_dict(self) -> dict[str, float | str]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in vars(self).items()}
+
+
+def judge(
+    workers: WorkerTimes,
+    learners: LearnerTimes,
+    *,
+    wall_s: float,
+    n_workers: int,
+    n_learners: int,
+) -> Bottleneck:
+    """Shares over ``wall_s`` seconds of ``n_workers`` workers and ``n_learners`` learners.
+
+    A role's measured seconds may start before the window (its start-up): the shares are of
+    whichever is larger, so they never add up to more than 1.
+    """
+    worker_total = workers.step_s + workers.push_wait_s + workers.weights_wait_s
+    learner_total = learners.learn_s + learners.data_wait_s + learners.sync_s + learners.eval_s
+    w = max(wall_s * max(n_workers, 1), worker_total, 1e-9)
+    lr = max(wall_s * max(n_learners, 1), learner_total, 1e-9)
+    worker_wait = (workers.push_wait_s + workers.weights_wait_s) / w
+    learner_wait = learners.data_wait_s / lr if n_learners else 0.0
+    if n_learners and learner_wait >= WAITING_SHARE and learner_wait > worker_wait:
+        verdict = "worker_bound"
+    elif n_learners and worker_wait >= WAITING_SHARE and worker_wait > learner_wait:
+        verdict = "learner_bound"
+    else:
+        verdict = "balanced"
+    return Bottleneck(
+        worker_stepping=workers.step_s / w,
+        worker_push_wait=workers.push_wait_s / w,
+        worker_weights_wait=workers.weights_wait_s / w,
+        learner_learning=learners.learn_s / lr if n_learners else 0.0,
+        learner_data_wait=learner_wait,
+        learner_sync=learners.sync_s / lr if n_learners else 0.0,
+        learner_eval=learners.eval_s / lr if n_learners else 0.0,
+        verdict=verdict,
+        sentence=VERDICTS[verdict],
+    )
+
+
+def difference_w(a: WorkerTimes, b: WorkerTimes) -> WorkerTimes:
+    return WorkerTimes(**{k: getattr(a, k) - getattr(b, k) for k in vars(a)})
+
+
+def difference_l(a: LearnerTimes, b: LearnerTimes) -> LearnerTimes:
+    return LearnerTimes(**{k: getattr(a, k) - getattr(b, k) for k in vars(a)})

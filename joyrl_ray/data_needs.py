@@ -1,0 +1,38 @@
+"""What an algorithm asks of the data path, declared by its policy class.
+
+The runtime never reads algorithm config fields by name: it asks the policy class for its
+:data:`DataNeeds` (``Policy.data_needs(cfg)``) and builds replay or a rollout queue from
+that. Numpy-free and torch-free, so the DataServer process can import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ReplayNeeds:
+    """Off-policy: replay the DataServer keeps, and the update-to-data ratio it enforces."""
+
+    batch_size: int  # rows per update (over all learners)
+    buffer_size: int
+    learn_start: int  # env steps before the first update
+    updates_per_step: float  # gradient updates per env step
+    n_step: int = 1  # workers fold n-step returns with this and gamma
+    gamma: float = 0.99
+    prioritized: bool = False
+    per_alpha: float = 0.6
+    per_beta_start: float = 0.4
+    per_beta_samples: int = 2_000_000
+    per_eps: float = 1e-6
+
+
+@dataclass(frozen=True)
+class RolloutNeeds:
+    """On-policy: one rollout of ``rollout_len`` steps per env per weights version."""
+
+    rollout_len: int
+    gamma: float = 0.99
+
+
+DataNeeds = ReplayNeeds | RolloutNeeds

@@ -1,0 +1,282 @@
+"""The driver loop: advance the roles, write what they report, keep the run honest.
+
+Every half second the driver drains the DataServer's reports into the Recorder, writes the
+learner's checkpoints (only the driver writes the task directory, so no filesystem needs
+to be shared by the nodes), hands checkpoints to the evaluator and writes ``best.pt`` from
+exactly the checkpoint that got the best evaluation. It also watches the run: a signal
+asks every role to stop; a role that fails ends the run with its error; and when neither
+env steps nor updates move for ``stall_timeout_s`` it stops the run, saying who waits for
+what.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from joyrl_ray.checkpoint import CheckpointStore, atomic_write_bytes
+from joyrl_ray.config import RunConfig
+from joyrl_ray.evaluator import EvalResult
+from joyrl_ray.handles import Call, CallTimeout, RoleDied, RoleError
+from joyrl_ray.learner import LearnerResult
+from joyrl_ray.messages import CheckpointReport, Placement, Reports, StallReport
+from joyrl_ray.modes import REPLAY_FILE
+from joyrl_ray.recorder import Recorder
+from joyrl_ray.runtimes import LocalRuntime, RayRuntime, RoleEvents
+from joyrl_ray.signals import StopSignals
+
+DRAIN_EVERY_S = 0.5
+DRAIN_TIMEOUT_S = 30.0
+END_WAIT_S = 120.0  # how long the roles get to finish after the stop
+FAILURE_STOPS = {
+    "data_server_failed",
+    "learner_failed",
+    "learner_error",
+    "worker_error",
+    "env_failed",
+    "env_errors",
+    "stalled",
+    "no_workers_left",
+}
+
+
+@dataclass
+class DriveOutcome:
+    exit_code: int
+    stop_reason: str | None
+    error: str | None
+    placements: dict[str, Placement] = field(default_factory=dict)
+    first_data_at: float | None = None  # monotonic
+    stopped_at: float | None = None
+    final_checkpoint: CheckpointReport | None = None
+    best_return: float = -math.inf
+    evals_skipped: int = 0
+
+
+class Driver:
+    """One run's driver loop over a runtime (either backend)."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        runtime: LocalRuntime | RayRuntime,
+        recorder: Recorder,
+        store: CheckpointStore,
+        *,
+        expected_roles: int,
+        best_return: float,
+        announce_placement: Any,
+    ) -> None:
+        self.cfg = cfg
+        self.runtime = runtime
+        self.server = runtime.data_server
+        self.recorder = recorder
+        self.store = store
+        self.expected_roles = expected_roles
+        self.announce_placement = announce_placement
+        self.outcome = DriveOutcome(0, None, None, best_return=best_return)
+        self.latest_state: bytes | None = None
+        self.eval_in_flight: tuple[Call[EvalResult], CheckpointReport] | None = None
+        self.eval_queue: deque[CheckpointReport] = deque(maxlen=1)
+        self.progress_mark = (time.monotonic(), -1, -1)
+        self.placement_announced = False
+        self.server_alive = True
+
+    # ----- the loop -----
+    def drive(self) -> DriveOutcome:
+        with StopSignals() as signals:
+            while not self.runtime.finished:
+                events = self.runtime.advance(DRAIN_EVERY_S)
+                self._take_events(events)
+                if self.server_alive:
+                    self._drain()
+                self._pump_evals(wait=False)
+                if signals.received is not None and self.outcome.stop_reason is None:
+                    self.recorder.log(f"{signals.name}: stopping every role")
+                    self._stop("interrupted", None, signals.exit_code or 130)
+                self._watch_for_stalls()
+                if self.outcome.stop_reason is not None:
+                    self._wait_for_roles()
+                    break
+        if self.server_alive:
+            self._drain()
+        self._pump_evals(wait=True)
+        self._take_results()
+        return self.outcome
+
+    def _stop(self, reason: str, error: str | None, exit_code: int) -> None:
+        if self.outcome.stop_reason is not None:
+            return
+        self.outcome.stop_reason, self.outcome.error = reason, error
+        self.outcome.exit_code = exit_code
+        self.outcome.stopped_at = time.monotonic()
+        if error:
+            self.recorder.log(f"stopping: {error}")
+        if self.server_alive:
+            try:
+                self.server.request_stop(reason, error).result(timeout_s=DRAIN_TIMEOUT_S)
+            except RoleError as exc:
+                self._server_lost(exc)
+
+    def _wait_for_roles(self) -> None:
+        """After a stop: let the roles finish (final checkpoint), within a deadline."""
+        deadline = time.monotonic() + END_WAIT_S
+        while not self.runtime.finished and time.monotonic() < deadline:
+            self._take_events(self.runtime.advance(DRAIN_EVERY_S))
+            if self.server_alive:
+                self._drain()
+            self._pump_evals(wait=False)
+        if not self.runtime.finished:
+            self.recorder.log(f"roles still running {END_WAIT_S:g} s after the stop: ending them")
+
+    def _take_events(self, events: RoleEvents) -> None:
+        for line in events.log:
+            self.recorder.log(line)
+            self.recorder.note(line)
+        if events.failure is not None:
+            self._stop(events.failure_reason or "failed", events.failure, 1)
+
+    # ----- reports -----
+    def _drain(self) -> None:
+        try:
+            reports = self.server.drain_reports().result(timeout_s=DRAIN_TIMEOUT_S)
+        except RoleError as exc:
+            self._server_lost(exc)
+            return
+        self._ingest(reports)
+
+    def _ingest(self, reports: Reports) -> None:
+        self.recorder.ingest(reports)
+        if reports.counters.env_steps and self.outcome.first_data_at is None:
+            self.outcome.first_data_at = time.monotonic()
+        for place in reports.placements:
+            self.outcome.placements[place.role] = place
+        if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:
+            self.placement_announced = True
+            self.announce_placement(self.outcome.placements)
+        for checkpoint in reports.checkpoints:
+            self._write_checkpoint(checkpoint)
+        if reports.stop_reason is not None and self.outcome.stop_reason is None:
+            reason = reports.stop_reason
+            failed = reason in FAILURE_STOPS
+            self._stop(reason, reports.stop_detail if failed else None, 1 if failed else 0)
+
+    def _server_lost(self, exc: RoleError) -> None:
+        if not self.server_alive:
+            return
+        self.server_alive = False
+        what = "died" if isinstance(exc, RoleDied) else "stopped answering"
+        self._stop("data_server_failed", f"the DataServer {what} ({exc})", 1)
+
+    # ----- checkpoints and evaluations -----
+    def _write_checkpoint(self, checkpoint: CheckpointReport) -> None:
+        self.store.save_bytes(checkpoint.state, checkpoint.updates)
+        self.latest_state = checkpoint.state
+        if self.cfg.general.save_buffer and self.server_alive:
+            self._save_buffer()
+        if checkpoint.evaluate and self.runtime.evaluator is not None:
+            if len(self.eval_queue) == self.eval_queue.maxlen:
+                self.outcome.evals_skipped += 1  # evaluation is slower than checkpoints
+            self.eval_queue.append(checkpoint)
+            self._pump_evals(wait=False)
+
+    def _save_buffer(self) -> None:
+        state = self.server.buffer_state().result(timeout_s=DRAIN_TIMEOUT_S)
+        if state is None:
+            return
+        import io
+
+        data = io.BytesIO()
+        np.savez(data, **state)
+        atomic_write_bytes(data.getvalue(), self.store.dir / REPLAY_FILE)
+
+    def _pump_evals(self, *, wait: bool) -> None:
+        """Start the next queued evaluation when none runs; take the results that are in."""
+        while True:
+            if self.eval_in_flight is None:
+                if not self.eval_queue:
+                    return
+                checkpoint = self.eval_queue.popleft()
+                evaluator = self.runtime.evaluator
+                assert evaluator is not None
+                call = evaluator.evaluate(
+                    checkpoint.weights, checkpoint.updates, checkpoint.counters.env_steps
+                )
+                self.eval_in_flight = (call, checkpoint)
+            call, checkpoint = self.eval_in_flight
+            if not (wait or call.done()):
+                return
+            self.eval_in_flight = None
+            try:
+                result = call.result(timeout_s=END_WAIT_S)
+            except RoleError as exc:
+                self.recorder.log(f"evaluation at {checkpoint.updates} updates failed: {exc}")
+            else:
+                self._take_eval(result, checkpoint)
+
+    def _take_eval(self, result: EvalResult, checkpoint: CheckpointReport) -> None:
+        self.recorder.record_eval(result)
+        general = self.cfg.general
+        mean = result.returns["return_mean"]
+        if general.save_best_model is not False and mean > self.outcome.best_return:
+            self.outcome.best_return = mean
+            # Exactly the evaluated checkpoint, with the evaluation it got.
+            self.store.save_best(checkpoint.state, result.returns)
+        threshold = general.reward_threshold
+        if threshold is not None and mean >= threshold and self.outcome.stop_reason is None:
+            self._stop("reward_threshold", None, 0)
+
+    # ----- the end -----
+    def _take_results(self) -> None:
+        results = self.runtime.results
+        final = None
+        for result in sorted(results.learners.items()):
+            learner: LearnerResult = result[1]
+            if learner.final_checkpoint is not None:
+                final = learner.final_checkpoint
+        if final is not None:
+            self.outcome.final_checkpoint = final
+            self.store.save_bytes(final.state, final.updates)
+            if self.cfg.general.save_buffer and self.server_alive:
+                self._save_buffer()
+
+    # ----- the watchdog -----
+    def _watch_for_stalls(self) -> None:
+        if self.outcome.stop_reason is not None:
+            return
+        counters = self.recorder.counters
+        now = time.monotonic()
+        mark_t, steps, updates = self.progress_mark
+        if counters["env_steps"] != steps or counters["updates"] != updates:
+            self.progress_mark = (now, counters["env_steps"], counters["updates"])
+            return
+        if now - mark_t < self.cfg.general.stall_timeout_s or not self.server_alive:
+            return
+        try:
+            report = self.server.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
+        except (CallTimeout, RoleError) as exc:
+            self._server_lost(exc)
+            return
+        self._stop("stalled", stall_message(report, self.cfg.general.stall_timeout_s), 1)
+
+
+def stall_message(report: StallReport, timeout_s: float) -> str:
+    """One line: no progress for how long, and who waits for what."""
+    parts = [f"no env steps and no updates for {timeout_s:g} s"]
+    for who, state in sorted(report.waiting.items()):
+        parts.append(f"{who} waits for {state.what}")
+    quiet = [
+        f"worker {w} ({age:g} s)"
+        for w, age in sorted(report.last_push_age_s.items())
+        if age >= timeout_s / 2
+    ]
+    if quiet:
+        parts.append(f"no push for a long time from {', '.join(quiet)} (stuck stepping its envs?)")
+    if report.active_workers == 0:
+        parts.append("no worker is alive")
+    return "; ".join(parts)

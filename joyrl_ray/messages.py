@@ -1,0 +1,196 @@
+"""What the roles send each other: one dataclass per message.
+
+Workers push :class:`WorkerReport` with their data and get a :class:`PushAck` back;
+learners send :class:`LearnerReport` and :class:`CheckpointReport`; the driver drains
+everything as :class:`Reports`. They live together in this one module (numpy only)
+because the DataServer process unpickles them and must not import torch, which the
+modules that produce most of them (worker, learner) do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Trajectory = dict[str, np.ndarray]
+
+
+@dataclass
+class Counters:
+    """Global progress of a run (totals, also across a resume)."""
+
+    env_steps: int = 0
+    episodes: int = 0
+    updates: int = 0
+
+
+@dataclass
+class Weights:
+    """A published weights version; ``box`` holds an object-store reference (or the dict)."""
+
+    version: int
+    box: list[Any]
+
+
+@dataclass
+class Placement:
+    """Where a role runs."""
+
+    role: str
+    node_id: str
+    ip: str
+    pid: int
+
+
+@dataclass
+class EpisodeReport:
+    """One finished training or test episode."""
+
+    ret: float
+    length: int
+    worker_id: int
+    env_steps: int  # global env steps when it ended
+    weights_version: int
+    explore: dict[str, float] = field(default_factory=dict)  # e.g. epsilon
+
+
+@dataclass
+class WorkerTimes:
+    """Seconds a worker spent on each activity (its share of wall time)."""
+
+    step_s: float = 0.0  # acting and stepping envs
+    push_wait_s: float = 0.0  # waiting for acks and while throttled
+    weights_wait_s: float = 0.0  # waiting for (and fetching) new weights
+
+    def add(self, other: WorkerTimes) -> None:
+        self.step_s += other.step_s
+        self.push_wait_s += other.push_wait_s
+        self.weights_wait_s += other.weights_wait_s
+
+
+@dataclass
+class LearnerTimes:
+    """Seconds a learner spent on each activity."""
+
+    learn_s: float = 0.0  # computing updates (gradient sync excluded)
+    data_wait_s: float = 0.0  # waiting for batches or rollouts
+    sync_s: float = 0.0  # averaging gradients with the other learners
+    eval_s: float = 0.0  # handing checkpoints over for evaluation (never evaluating itself)
+
+    def add(self, other: LearnerTimes) -> None:
+        self.learn_s += other.learn_s
+        self.data_wait_s += other.data_wait_s
+        self.sync_s += other.sync_s
+        self.eval_s += other.eval_s
+
+
+@dataclass
+class WorkerReport:
+    """What a worker reports with each push, counted since its previous push."""
+
+    worker_id: int
+    env_steps: int  # env steps taken (every env of its vector)
+    episodes: list[EpisodeReport] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)  # steps it discarded itself, by reason
+    env_errors: list[str] = field(default_factory=list)  # one line per env error
+    fatal_env_error: str | None = None  # the env failed on every try: the run must stop
+    times: WorkerTimes = field(default_factory=WorkerTimes)
+
+
+@dataclass
+class PushAck:
+    """The DataServer's answer to a push or a wait."""
+
+    stop: bool
+    throttled: bool  # the learner trails the update-to-data ratio: wait before the next push
+    env_steps: int  # global env steps
+    weights: Weights | None = None  # newer weights than the worker holds, if any
+
+
+@dataclass
+class WorkerStart:
+    env_steps: int
+    stop: bool
+    weights: Weights | None
+
+
+@dataclass
+class LearnerStart:
+    """What a (re)starting learner group continues from."""
+
+    counters: Counters
+    weights_version: int  # the newest version published so far: the next must be newer
+
+
+@dataclass
+class SampleGrant:
+    """Batches for one learner in one round (the same count for every learner)."""
+
+    batches: list[dict[str, np.ndarray]]
+    stop: bool
+
+
+@dataclass
+class RolloutGrant:
+    """One learner's share (env columns) of one on-policy iteration's rollouts."""
+
+    rollout: dict[str, np.ndarray] | None
+    stop: bool
+
+
+@dataclass
+class LearnerReport:
+    """Time shares since the previous report, and averaged metrics (rank 0 only)."""
+
+    rank: int
+    updates: int
+    metrics: dict[str, float]
+    times: LearnerTimes
+
+
+@dataclass
+class CheckpointReport:
+    """A learner checkpoint on its way to the driver, which alone writes the task directory."""
+
+    updates: int
+    counters: Counters
+    state: bytes  # torch.save of the learner state
+    weights: dict[str, np.ndarray]  # the acting weights, for evaluation
+    evaluate: bool
+
+
+@dataclass
+class WaitState:
+    """What a role is blocked on inside the DataServer, and since when (monotonic s)."""
+
+    what: str
+    since: float
+
+
+@dataclass
+class Reports:
+    """Everything reported since the previous drain, and the state of the run."""
+
+    episodes: list[EpisodeReport]
+    learner: list[LearnerReport]
+    checkpoints: list[CheckpointReport]
+    trajectories: list[Trajectory]
+    env_errors: list[str]
+    placements: list[Placement]
+    counters: Counters
+    stop_reason: str | None
+    stop_detail: str | None
+    worker_times: WorkerTimes  # cumulative, all workers
+    learner_times: LearnerTimes  # cumulative, all learners
+
+
+@dataclass
+class StallReport:
+    """Who waits for what, to say why a run makes no progress."""
+
+    waiting: dict[str, WaitState]
+    last_push_age_s: dict[int, float]  # per worker, seconds since its last push
+    active_workers: int

@@ -1,0 +1,33 @@
+"""The shipped env-family configs load, build their env and take their network's input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from algos.networks import build_network
+from envs import probe_env
+from joyrl_ray.config import RunConfig, load_config
+from tests.conftest import ROOT
+
+NEEDS = {
+    "pong_dqn": ("ale_py", "cv2"),
+    "breakout_ppo": ("ale_py", "cv2"),
+    "lunarlander_dqn": ("Box2D",),
+    "lunarlander_ppo": ("Box2D",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_config_builds_env_and_network(name: str) -> None:
+    for module in NEEDS[name]:
+        pytest.importorskip(module)
+    cfg = RunConfig.from_omegaconf(load_config(str(ROOT / "configs" / f"{name}.yaml"), []))
+    obs_space, action_space = probe_env(cfg.env)
+    layers = getattr(cfg.algo, "value_layers", None) or cfg.algo.actor_layers
+    network = build_network(layers, obs_space.shape, int(action_space.n))
+    batch = np.stack([obs_space.sample() for _ in range(2)])
+    assert network(torch.as_tensor(batch)).shape == (2, action_space.n)
+    if obs_space.dtype == np.uint8:  # frames travel as uint8; only the network scales them
+        assert cfg.env.clip_rewards and obs_space.shape == (4, 84, 84)
