@@ -24,7 +24,8 @@ class RandomStepErrors(gym.Wrapper):
 
     def step(self, action: Any) -> Any:
         if self.draws.random() < self.rate:
-            raise InjectedEnvError(f"injected env error (fault_injection.env_error_rate={self.rate})")
+            rate = self.rate
+            raise InjectedEnvError(f"injected env error (fault_injection.env_error_rate={rate})")
         return self.env.step(action)
 
 

@@ -26,7 +26,10 @@ def print_result(result: RunResult) -> None:
         f"{summary['updates']} updates in {summary['wall_time_s']:.1f}s ({summary['stop_reason']})"
     )
     if summary.get("eval_history"):
-        line += f"; last eval return {summary['eval_history'][-1]['return_mean']:.1f}"
+        best = max(e["return_mean"] for e in summary["eval_history"])
+        line += (
+            f"; best eval return {best:.1f} (last {summary['eval_history'][-1]['return_mean']:.1f})"
+        )
     if "return_mean" in summary:
         line += f"; test return {summary['return_mean']:.1f} +- {summary['return_std']:.1f}"
     if summary.get("error"):

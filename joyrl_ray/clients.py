@@ -141,11 +141,8 @@ class DataServerClient(_Client):
     def request_stop(self, reason: str, detail: str | None = None) -> Call[None]:
         return self._call(DataServer.request_stop, reason, detail)
 
-    def drop_worker(self, worker_id: int) -> Call[None]:
+    def drop_worker(self, worker_id: int) -> Call[int]:
         return self._call(DataServer.drop_worker, worker_id)
-
-    def worker_lost(self, worker_id: int) -> Call[int]:
-        return self._call(DataServer.worker_lost, worker_id)
 
     def stall_report(self) -> Call[StallReport]:
         return self._call(DataServer.stall_report)

@@ -165,6 +165,9 @@ class DataServer:
         # Per worker: env steps counted but not yet delivered as transitions or drops (the
         # n-step steps a worker holds back). Lost with the worker if it dies.
         self.owed: Counter[int] = Counter()
+        self.registered: set[int] = set()
+        self.worker_restarts: Counter[int] = Counter()
+        self.pending_events: list[str] = []  # lines for the run's log
         self.busy_s = 0.0
 
     # ----- waiting -----
@@ -211,11 +214,29 @@ class DataServer:
         )
 
     def register_worker(self, worker_id: int, where: Placement) -> WorkerStart:
-        """A worker (new, or restarted by Ray) starts: where it runs and what it continues."""
+        """A worker (new, or restarted by Ray) starts: where it runs and what it continues.
+
+        A second registration means Ray restarted the worker's process: the env steps it
+        held back died with it and are counted as lost.
+        """
         with self._cond:
             self.pending_placements.append(where)
             self.last_push[worker_id] = time.monotonic()
+            if worker_id in self.registered:
+                self.worker_restarts[worker_id] += 1
+                lost = self._lose_worker_steps(worker_id)
+                self.pending_events.append(
+                    f"worker {worker_id} was restarted on {where.ip} (restart "
+                    f"{self.worker_restarts[worker_id]}); {lost} env steps it held back were lost"
+                )
+            self.registered.add(worker_id)
             return WorkerStart(self.counters.env_steps, self.stop_reason is not None, self.weights)
+
+    def _lose_worker_steps(self, worker_id: int) -> int:
+        lost = self.owed.pop(worker_id, 0)
+        if lost:
+            self.dropped["lost_with_worker"] += lost
+        return lost
 
     def _count(self, report: WorkerReport) -> bool:
         """Count a worker's report; False when it came after the run was told to stop."""
@@ -311,22 +332,17 @@ class DataServer:
             self._wait(f"worker {worker_id}", what, free, timeout_s)
             return self._ack(known_version)
 
-    def worker_lost(self, worker_id: int) -> int:
-        """A worker's process died: the steps it held back are lost with it (returned)."""
+    def drop_worker(self, worker_id: int) -> int:
+        """A worker is gone for good: on-policy rounds expect one rollout fewer. Returns the
+        env steps it held back, lost with it."""
         with self._cond:
-            lost = self.owed.pop(worker_id, 0)
-            if lost:
-                self.dropped["lost_with_worker"] += lost
-            return lost
-
-    def drop_worker(self, worker_id: int) -> None:
-        """A worker is gone for good: on-policy rounds expect one rollout fewer."""
-        with self._cond:
+            lost = self._lose_worker_steps(worker_id)
             self.active_workers.discard(worker_id)
             self.last_push.pop(worker_id, None)
             if not self.active_workers:
                 self._stop("no_workers_left", "every worker died past its restart budget")
             self._changed()
+            return lost
 
     # ----- learners -----
     def learner_started(
@@ -525,6 +541,8 @@ class DataServer:
                 trajectories=self.pending_trajectories,
                 env_errors=self.pending_env_errors,
                 placements=self.pending_placements,
+                events=self.pending_events,
+                worker_restarts=dict(self.worker_restarts),
                 counters=Counters(**vars(self.counters)),
                 stop_reason=self.stop_reason,
                 stop_detail=self.stop_detail,
@@ -533,7 +551,7 @@ class DataServer:
             )
             self.pending_episodes, self.pending_learner, self.pending_checkpoints = [], [], []
             self.pending_trajectories, self.pending_env_errors = [], []
-            self.pending_placements = []
+            self.pending_placements, self.pending_events = [], []
             return reports
 
     def stall_report(self) -> StallReport:

@@ -33,6 +33,7 @@ from joyrl_ray.signals import StopSignals
 DRAIN_EVERY_S = 0.5
 DRAIN_TIMEOUT_S = 30.0
 END_WAIT_S = 120.0  # how long the roles get to finish after the stop
+SIGNALLED_END_WAIT_S = 10.0  # the same after SIGINT / SIGTERM
 FAILURE_STOPS = {
     "data_server_failed",
     "learner_failed",
@@ -56,6 +57,7 @@ class DriveOutcome:
     final_checkpoint: CheckpointReport | None = None
     best_return: float = -math.inf
     evals_skipped: int = 0
+    worker_restarts: dict[int, int] = field(default_factory=dict)
 
 
 class Driver:
@@ -86,18 +88,23 @@ class Driver:
         self.progress_mark = (time.monotonic(), -1, -1)
         self.placement_announced = False
         self.server_alive = True
+        self.end_wait_s = END_WAIT_S
 
     # ----- the loop -----
     def drive(self) -> DriveOutcome:
         with StopSignals() as signals:
             while not self.runtime.finished:
-                events = self.runtime.advance(DRAIN_EVERY_S)
+                evaluating = self.eval_in_flight[0] if self.eval_in_flight else None
+                events = self.runtime.advance(DRAIN_EVERY_S, wake_on=evaluating)
                 self._take_events(events)
                 if self.server_alive:
                     self._drain()
                 self._pump_evals(wait=False)
                 if signals.received is not None and self.outcome.stop_reason is None:
                     self.recorder.log(f"{signals.name}: stopping every role")
+                    # A signal may be the first of several (a scheduler's grace period):
+                    # finish quickly, with what the roles manage to hand in.
+                    self.end_wait_s = SIGNALLED_END_WAIT_S
                     self._stop("interrupted", None, signals.exit_code or 130)
                 self._watch_for_stalls()
                 if self.outcome.stop_reason is not None:
@@ -125,14 +132,16 @@ class Driver:
 
     def _wait_for_roles(self) -> None:
         """After a stop: let the roles finish (final checkpoint), within a deadline."""
-        deadline = time.monotonic() + END_WAIT_S
+        deadline = time.monotonic() + self.end_wait_s
         while not self.runtime.finished and time.monotonic() < deadline:
             self._take_events(self.runtime.advance(DRAIN_EVERY_S))
             if self.server_alive:
                 self._drain()
             self._pump_evals(wait=False)
         if not self.runtime.finished:
-            self.recorder.log(f"roles still running {END_WAIT_S:g} s after the stop: ending them")
+            self.recorder.log(
+                f"roles still running {self.end_wait_s:g} s after the stop: ending them"
+            )
 
     def _take_events(self, events: RoleEvents) -> None:
         for line in events.log:
@@ -152,6 +161,10 @@ class Driver:
 
     def _ingest(self, reports: Reports) -> None:
         self.recorder.ingest(reports)
+        for line in reports.events:
+            self.recorder.log(line)
+            self.recorder.note(line)
+        self.outcome.worker_restarts = reports.worker_restarts
         if reports.counters.env_steps and self.outcome.first_data_at is None:
             self.outcome.first_data_at = time.monotonic()
         for place in reports.placements:

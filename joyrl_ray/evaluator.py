@@ -8,6 +8,7 @@ process. The learner never waits for it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +103,6 @@ class OnlineEvaluator:
         self.episodes = general.online_eval_episode
 
     def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:
-        import time
 
         t0 = time.monotonic()
         self.policy.set_weights(weights)

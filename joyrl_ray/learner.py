@@ -114,11 +114,11 @@ class Learner:
         self.rank, self.world_size, self.generation = rank, world_size, generation
         self.device = pick_device(general.device)
         spec = get_algorithm(general.algo_name)
+        if general.seed:  # before the policy exists: its initial weights follow the seed
+            torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
         self.policy = spec.policy_cls(cfg.algo, *spaces, self.device, learning=True)
         self.needs = spec.policy_cls.data_needs(cfg.algo)
         self.policy.seed(derive_seed(general.seed, "learner"))
-        if general.seed:
-            torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
         self.weights_version = 0
         self.counters = Counters()
         if start_state is not None:

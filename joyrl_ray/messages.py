@@ -180,6 +180,8 @@ class Reports:
     trajectories: list[Trajectory]
     env_errors: list[str]
     placements: list[Placement]
+    events: list[str]  # lines for the run's log (e.g. a worker restarted)
+    worker_restarts: dict[int, int]  # cumulative, by worker
     counters: Counters
     stop_reason: str | None
     stop_detail: str | None

@@ -29,6 +29,7 @@ from joyrl_ray.handles import (
     Call,
     LocalHandle,
     LocalStore,
+    RayCall,
     RayHandle,
     RayStore,
     RoleDied,
@@ -71,7 +72,6 @@ class RoleEvents:
 class RoleResults:
     workers: dict[int, WorkerStats] = field(default_factory=dict)
     learners: dict[int, LearnerResult] = field(default_factory=dict)
-    worker_restarts: dict[int, int] = field(default_factory=dict)
     workers_dropped: list[int] = field(default_factory=list)
     steps_lost_with_workers: int = 0
     learner_restarts: int = 0
@@ -116,7 +116,7 @@ class LocalRuntime:
         self._stepping = list(self.workers)
         self._learning = self.learner is not None
 
-    def advance(self, timeout_s: float) -> RoleEvents:
+    def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
         deadline = time.monotonic() + timeout_s
         while not self.finished and time.monotonic() < deadline:
             self._stepping = [w for w in self._stepping if w.step(0.0)]
@@ -184,9 +184,11 @@ class RayRuntime:
         if learner is not None:
             self.group = learner_group(general, requests.learner or {})
             self._start_learners(learner.start_state)
+        # Ray restarts a dead worker (up to its own budget) and runs its loop again there.
         worker_cls = ray.remote(Worker).options(
             **actor_options(requests.worker),
             max_restarts=general.max_worker_restarts,
+            max_task_retries=-1,
             scheduling_strategy=worker_strategy(general),
         )
         self.workers = [
@@ -278,41 +280,32 @@ class RayRuntime:
         self._start_learners(state)
 
     def _worker_died(self, index: int, error: RoleDied, events: RoleEvents) -> None:
-        general = self.cfg.general
-        lost = self.data_server.worker_lost(index).result(timeout_s=30)
-        self.results.steps_lost_with_workers += lost
-        restarts = self.results.worker_restarts.get(index, 0)
-        budget = general.max_worker_restarts
+        """Ray restarts a dead worker and retries its loop by itself (the DataServer counts the
+        restart when it registers again); this error means it is gone for good."""
         text = str(error)
         if "creation task" in text or "__init__" in text:
-            events.log.append(f"worker {index} could not start ({text}); dropping it")
-            self._drop_worker(index, events)
-        elif budget < 0 or restarts < budget:
-            self.results.worker_restarts[index] = restarts + 1
             events.log.append(
-                f"worker {index} died ({text}); Ray restarts it (restart {restarts + 1} of "
-                f"{'unlimited' if budget < 0 else budget}); {lost} env steps it held back were lost"
+                f"worker {index} could not start ({text}); the run goes on without it"
             )
-            client = WorkerClient(RayHandle(f"worker {index}", actor=self.workers[index]))
-            self._submit(client.run(), "worker", index)
         else:
+            budget = self.cfg.general.max_worker_restarts
             events.log.append(
                 f"worker {index} died past its restart budget ({budget}): the run goes on "
-                "without it"
+                f"without it ({text})"
             )
-            self._drop_worker(index, events)
-
-    def _drop_worker(self, index: int, events: RoleEvents) -> None:
         self.results.workers_dropped.append(index)
-        self.data_server.drop_worker(index).result(timeout_s=30)
+        self.results.steps_lost_with_workers += self.data_server.drop_worker(index).result(30)
 
-    def advance(self, timeout_s: float) -> RoleEvents:
+    def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
+        """Wait up to ``timeout_s`` for a role to end (or ``wake_on`` to answer); handle it."""
         events = RoleEvents()
         if not self.runs:
             self.finished = True
             return events
         refs = {call.ref: call for call in self.runs}
-        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        watched = list(refs) + ([wake_on.ref] if isinstance(wake_on, RayCall) else [])
+        self.ray.wait(watched, num_returns=1, timeout=timeout_s)
+        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=0)
         for ref in ready:
             call = refs[ref]
             role, index = self.runs.pop(call)

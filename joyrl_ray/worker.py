@@ -163,7 +163,9 @@ class Worker:
 
     def _reset_envs(self) -> None:
         seed = self.cfg.general.seed
-        stream = (self.global_env_steps, self.env_error_count)
+        # Fresh streams where the run is (a restart, a resume) and after every env error.
+        stream = (self.global_env_steps,) if self.global_env_steps else ()
+        stream += ("error", self.env_error_count) if self.env_error_count else ()
         seeds = [derive_seed(seed, "env", self.worker_id, i, *stream) for i in range(self.n_envs)]
         self.obs, _ = self.envs.reset(seed=seeds if seed else None)
 
@@ -224,7 +226,9 @@ class Worker:
     def _needs_newer_weights(self) -> bool:
         if not self.train:
             return self.weights_version == 0  # test mode acts only with the checkpoint's
-        return self.on_policy and self.weights_version <= self.rollout_version
+        # On-policy: every rollout needs a version newer than the last one's (and the first
+        # needs the learner's first one; a worker's own initial weights would be stale).
+        return self.on_policy and self.weights_version <= max(self.rollout_version, 0)
 
     def _wait_for_turn(self, wait_s: float) -> bool:
         """Block until this worker may collect; False if it still may not (deadline, stop)."""

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
+from envs.probe import probe_env
 from joyrl_ray.checkpoint import find_checkpoint, load_checkpoint
 from joyrl_ray.cli import run_from_cli
-from envs.probe import probe_env
 from joyrl_ray.clients import DataServerClient
 from joyrl_ray.data_server import DataServer, StopRule
 from joyrl_ray.handles import LocalHandle

@@ -8,7 +8,6 @@ step from the test through their own methods.
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 import ray.cloudpickle
@@ -72,9 +71,7 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
         )
     )
     client = DataServerClient(RayHandle("DataServer", name="weights-test-server", actor=server))
-    learner = (
-        ray.remote(ProbeLearner).options(num_cpus=0).remote(cfg, client, probe_env(cfg.env))
-    )
+    learner = ray.remote(ProbeLearner).options(num_cpus=0).remote(cfg, client, probe_env(cfg.env))
     worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, client, RayStore())
     obs = _probe_obs()
     try:
