@@ -283,7 +283,7 @@ class DataServer:
                 self.dropped["after_stop"] += rows
             elif self.buffer is None:
                 self.dropped["not_learned_in_test_mode"] += report.env_steps
-            elif rows:
+            elif batch is not None and rows:
                 self.buffer.add(batch)
                 self.stored += rows
             self._changed()

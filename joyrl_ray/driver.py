@@ -205,7 +205,8 @@ class Driver:
         import io
 
         data = io.BytesIO()
-        np.savez(data, **state)
+        savez: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle flag
+        savez(data, **state)
         atomic_write_bytes(data.getvalue(), self.store.dir / REPLAY_FILE)
 
     def _pump_evals(self, *, wait: bool) -> None:

@@ -58,7 +58,7 @@ class TrajectoryCutter:
                 parts.append({k: chunk[k][start : end + 1, env] for k in TRAJECTORY_COLUMNS})
                 finished.append({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
                 parts.clear()
-                start = end + 1
+                start = int(end) + 1
             if start < len(done):
                 parts.append({k: chunk[k][start:, env].copy() for k in TRAJECTORY_COLUMNS})
         return finished

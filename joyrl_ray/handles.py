@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class RoleError(RuntimeError):
@@ -38,8 +39,8 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-class Call(Protocol[T]):
-    def result(self, timeout_s: float | None = None) -> T: ...
+class Call(Protocol[T_co]):
+    def result(self, timeout_s: float | None = None) -> T_co: ...
 
     def done(self) -> bool: ...
 

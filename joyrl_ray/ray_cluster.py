@@ -4,6 +4,12 @@
 address attaches: the project code travels as the job's ``runtime_env`` working_dir,
 and on exit the run only disconnects, leaving the cluster and its other jobs running.
 
+Inside a Ray job (``ray job submit ... -- python main.py ...``) the job supervisor already
+gave the driver a runtime_env (``RAY_JOB_CONFIG_JSON_ENV_VAR``, with the job's working_dir)
+and the cluster's address (``RAY_ADDRESS``): the run attaches without a runtime_env of its
+own (Ray refuses two working_dirs), and ``null`` means the job's cluster, not a second Ray
+on the head node.
+
 Before attaching, the address is probed with one short gRPC call (a GCS ``GetClusterId``
 for ``host:port`` / ``auto``, a Ray Client ``PING`` for ``ray://host:port``), so that a
 wrong address, a wrong kind of port or a missing auth token fails in seconds with one
@@ -44,6 +50,7 @@ UPLOAD_EXCLUDES = [
     ".whl/",
     ".gl/",
 ]
+JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by the job supervisor for a job's driver
 CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the gRPC probe: worst case ~10 s
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 TOKEN_HELP = (
@@ -111,7 +118,7 @@ def _resolve_auto(address: str) -> str:
 # ----- token authentication -----
 def _token_available() -> bool:
     try:
-        from ray._raylet import AuthenticationTokenLoader
+        from ray._raylet import AuthenticationTokenLoader  # type: ignore[attr-defined]
 
         loader = AuthenticationTokenLoader.instance()
         loader.reset_cache()
@@ -123,7 +130,7 @@ def _token_available() -> bool:
 
 
 def _token_metadata() -> tuple[tuple[str, str], ...]:
-    from ray._raylet import AuthenticationTokenLoader
+    from ray._raylet import AuthenticationTokenLoader  # type: ignore[attr-defined]
 
     token = AuthenticationTokenLoader.instance().get_raw_token(ignore_auth_mode=True)
     return (("authorization", f"Bearer {token}"),)
@@ -135,7 +142,7 @@ def _set_auth_mode(mode: str) -> None:
         _SESSION.auth_mode_before = os.environ.get(AUTH_MODE_ENV)
         _SESSION.auth_mode_set = True
     os.environ[AUTH_MODE_ENV] = mode
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]
 
     Config.initialize("")
 
@@ -149,7 +156,7 @@ def _restore_auth_mode() -> None:
         os.environ[AUTH_MODE_ENV] = _SESSION.auth_mode_before
     _SESSION.auth_mode_set = False
     try:
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]
 
         Config.initialize("")
     except ImportError:
@@ -279,6 +286,11 @@ def check_address(address: str) -> str:
     return address
 
 
+def in_ray_job() -> bool:
+    """Whether this process is the driver of a Ray job (``ray job submit``)."""
+    return JOB_CONFIG_ENV in os.environ
+
+
 def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     """Start or attach to Ray: "owned" (started here), "attached", or "borrowed" (already up)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -287,6 +299,9 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     if ray.is_initialized():  # e.g. a test session's Ray: use it, leave it running
         return "borrowed"
     common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
+    in_job = in_ray_job()
+    if address is None and in_job:
+        address = "auto"  # the job's own cluster (RAY_ADDRESS), never a second local Ray
     if address is None:
         # "local" starts a new Ray even when RAY_ADDRESS is set in the environment.
         try:
@@ -302,9 +317,10 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     except ClusterError:
         _restore_auth_mode()
         raise
-    runtime_env = {"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES}
-    # Ray warns that it now skips .git by default; we exclude it anyway.
-    logging.getLogger("ray._private.runtime_env.working_dir").setLevel(logging.ERROR)
+    # A job's driver runs in the job's working_dir copy and its runtime_env already ships it.
+    runtime_env = None
+    if not in_job:
+        runtime_env = {"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES}
     try:
         ray.init(address=target, runtime_env=runtime_env, **common)
     except Exception as exc:  # version mismatches, runtime_env upload failures, ...
@@ -326,10 +342,15 @@ def disconnect(how: str) -> None:
 
 
 class _QuietStart(logging.Filter):
-    """Drops two start-up notes that say nothing to a user of a local run: Ray's own SIGTERM
-    handler is not needed (the run installs its own), and a local Ray's token is its own."""
+    """Drops start-up notes that say nothing to a user: Ray's own SIGTERM handler is not
+    needed (the run installs its own), a local Ray's token is its own, and .git is not
+    uploaded (we exclude it ourselves)."""
 
-    NOTES = ("SIGTERM handler is not set", "Token authentication is enabled")
+    NOTES = (
+        "SIGTERM handler is not set",
+        "Token authentication is enabled",
+        "is now ignored by default when packaging",  # .git: UPLOAD_EXCLUDES skips it anyway
+    )
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not any(note in record.getMessage() for note in self.NOTES)

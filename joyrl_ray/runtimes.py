@@ -120,10 +120,12 @@ class LocalRuntime:
         deadline = time.monotonic() + timeout_s
         while not self.finished and time.monotonic() < deadline:
             self._stepping = [w for w in self._stepping if w.step(0.0)]
-            while self._learning and (status := self.learner.train_step(0.0)) == "learned":
-                pass
-            if self._learning and status == "stopped":
-                self._learning = False
+            learner = self.learner
+            while learner is not None and self._learning:
+                status = learner.train_step(0.0)
+                if status != "learned":
+                    self._learning = status != "stopped"
+                    break
             if not self._stepping and not self._learning:
                 self._finish()
         return RoleEvents()

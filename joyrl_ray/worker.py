@@ -43,7 +43,7 @@ from joyrl_ray.batch import (
 )
 from joyrl_ray.buffers.nstep import NStepFolder
 from joyrl_ray.config import RunConfig
-from joyrl_ray.data_needs import ReplayNeeds
+from joyrl_ray.data_needs import ReplayNeeds, RolloutNeeds
 from joyrl_ray.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.handles import Call, ObjectStore, first_line
 from joyrl_ray.messages import (
@@ -120,7 +120,11 @@ class Worker:
         self.on_policy = self.train and self.replay is None
         self.n_envs = general.n_envs_per_worker
         self.max_in_flight = general.max_pushes_in_flight
-        self.chunk_len = needs.rollout_len if self.on_policy else general.worker_chunk_steps
+        self.chunk_len = (
+            needs.rollout_len
+            if isinstance(needs, RolloutNeeds) and self.on_policy
+            else general.worker_chunk_steps
+        )
         self.envs = self._make_envs()
         self.policy = spec.policy_cls(
             cfg.algo,
@@ -164,7 +168,7 @@ class Worker:
     def _reset_envs(self) -> None:
         seed = self.cfg.general.seed
         # Fresh streams where the run is (a restart, a resume) and after every env error.
-        stream = (self.global_env_steps,) if self.global_env_steps else ()
+        stream: tuple[str | int, ...] = (self.global_env_steps,) if self.global_env_steps else ()
         stream += ("error", self.env_error_count) if self.env_error_count else ()
         seeds = [derive_seed(seed, "env", self.worker_id, i, *stream) for i in range(self.n_envs)]
         self.obs, _ = self.envs.reset(seed=seeds if seed else None)
@@ -284,6 +288,7 @@ class Worker:
         """One vector step, written into the chunk."""
         if self.obs is None:
             self._reset_envs()
+        assert self.obs is not None
         env_steps = self.global_env_steps + self.own_env_steps
         actions, extras = self.policy.act(self.obs, explore=self.train, env_steps=env_steps)
         next_obs, rewards, terminated, truncated, info = self.envs.step(
