@@ -26,6 +26,16 @@ from joyrl_ray.task_dir import TaskDir
 from joyrl_ray.trajectories import TrajectoryWriter
 
 EPISODE_FIELDS = ("episode", "env_steps", "return", "length", "worker_id", "wall_time_s")
+# One row per drain of the DataServer (every half second): the run's counters over time.
+PROGRESS_FIELDS = (
+    "wall_time_s",
+    "env_steps",
+    "episodes",
+    "updates",
+    "env_steps_per_s",
+    "updates_per_s",
+    "limit",
+)
 EVAL_FIELDS = (
     "env_steps",
     "updates",
@@ -85,6 +95,9 @@ class Recorder:
             task.results / "episodes.csv", EPISODE_FIELDS
         )
         self.eval_file, self.eval_csv = _open_csv(task.results / "evals.csv", EVAL_FIELDS)
+        self.progress_file, self.progress_csv = _open_csv(
+            task.results / "progress.csv", PROGRESS_FIELDS
+        )
         self.trajs = TrajectoryWriter(task.results) if collect_traj else None
         history = history or {}
         self.episode_rows: list[dict[str, Any]] = list(history.get("episodes", []))
@@ -166,6 +179,7 @@ class Recorder:
         self.worker_times, self.learner_times = reports.worker_times, reports.learner_times
         self._update_progress(vars(reports.counters))
         self.episode_file.flush()
+        self.progress_file.flush()
 
     def record_eval(self, result: EvalResult) -> None:
         row = {
@@ -223,16 +237,26 @@ class Recorder:
         self.counters = dict(counters)
         recent = float(np.mean(self.recent_returns)) if self.recent_returns else float("nan")
         last_eval = self.eval_history[-1]["return_mean"] if self.eval_history else float("nan")
+        limit = self.verdict()
         self.bar.set_postfix(
             ep=counters["episodes"],
             ret=f"{recent:.1f}",
             eval=f"{last_eval:.1f}",
             sps=f"{self.rates['env_steps_per_s']:.0f}",
             ups=f"{self.rates['updates_per_s']:.0f}",
-            limit=self.verdict(),
+            limit=limit,
             refresh=False,
         )
         self.bar.update(max(advance, 0))
+        self.progress_csv.writerow(
+            {
+                "wall_time_s": round(self.elapsed(), 3),
+                **counters,
+                "env_steps_per_s": round(self.rates["env_steps_per_s"], 1),
+                "updates_per_s": round(self.rates["updates_per_s"], 1),
+                "limit": limit,
+            }
+        )
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.task.results / "summary.json"
@@ -259,6 +283,7 @@ class Recorder:
             self.trajs.close()
         self.tb.close()
         self.episode_file.close()
+        self.progress_file.close()
         self.eval_file.close()
         for handler in list(self.logger.handlers):
             handler.close()

@@ -1,0 +1,27 @@
+"""A learner made slow on purpose, for tests that need one: DQN whose every update also
+sleeps ``learn_sleep_s`` (named by import path: ``tests.slow_algos:SLOW_DQN``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from algos.base import LearnResult
+from algos.dqn.config import DQNConfig
+from algos.dqn.policy import DQNPolicy
+from algos.registry import AlgoSpec
+from joyrl_ray.batch import Batch
+
+
+@dataclass
+class SlowDQNConfig(DQNConfig):
+    learn_sleep_s: float = 0.01  # added to every update
+
+
+class SlowDQNPolicy(DQNPolicy):
+    def learn(self, batch: Batch) -> LearnResult:
+        time.sleep(self.cfg.learn_sleep_s)
+        return super().learn(batch)
+
+
+SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQNPolicy)
