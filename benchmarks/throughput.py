@@ -1,8 +1,8 @@
 """Env steps and updates per second: the runtime against baselines measured in the same run.
 
-    python benchmarks/throughput.py                       # collection: bare loop vs 1, 2, 4 workers
-    python benchmarks/throughput.py --learn               # learning: single backend vs Ray 1, 2 workers
-    python benchmarks/throughput.py --yaml configs/pong_dqn.yaml --workers 1 2 4 --envs 1
+    python benchmarks/throughput.py           # collection: bare loop vs 1, 2, 4 workers
+    python benchmarks/throughput.py --learn   # learning: single backend vs Ray 1, 2 workers
+    python benchmarks/throughput.py --yaml configs/pong_dqn.yaml --envs 1   # Atari
 
 Collection (the default): (a) the bare loop, one process stepping the same gymnasium
 SyncVectorEnv and running the same policy forward pass (``policy.act``) with nothing else;

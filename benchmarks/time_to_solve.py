@@ -8,6 +8,14 @@ start until that evaluation. The last line is one JSON object:
 
     python benchmarks/time_to_solve.py                      # every config, seeds 1-3
     python benchmarks/time_to_solve.py --configs cartpole_dqn --seeds 1 --backend single
+    python benchmarks/time_to_solve.py --vs-single          # Ray vs single, whole process
+
+``--vs-single`` runs cartpole_ppo and cartpole_dqn as shipped (Ray) and with the single
+backend, seeds interleaved, and between them a bare ``ray.init(); ray.shutdown()`` process:
+the Ray run's whole-process time should exceed the single backend's by no more than that
+bare Ray process takes (the runtime adds nothing of its own beyond Ray's start and stop).
+Its last line is ``{"configs": {"<config>": {"ray_s": [...],
+"single_s": [...], "bare_ray_s": [...], "ray_minus_single_s": x, "within_bare_ray": b}}}``.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,10 +38,16 @@ THRESHOLDS = {
     "pendulum_ppo": -300.0,
     "pendulum_sac": -200.0,
     "pendulum_td3": -200.0,
+    "lunarlander_dqn": 200.0,
+    "lunarlander_ppo": 200.0,
 }
+VS_SINGLE_CONFIGS = ["cartpole_ppo", "cartpole_dqn"]
+BARE_RAY = "import ray; ray.init(address='local'); ray.shutdown()"
 
 
 def solve_once(config: str, seed: int, backend: str, tasks_dir: Path) -> dict | None:
+    """One run until its threshold: env steps and seconds at the solving evaluation, and the
+    whole process's seconds (start to exit: imports, Ray's start and stop included)."""
     started = time.time()
     cmd = [
         sys.executable,
@@ -47,6 +62,7 @@ def solve_once(config: str, seed: int, backend: str, tasks_dir: Path) -> dict | 
     ]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    process_s = time.time() - started
     if result.returncode != 0:
         print(
             f"{config} seed {seed}: exit {result.returncode}: {result.stderr[-500:]}",
@@ -58,8 +74,65 @@ def solve_once(config: str, seed: int, backend: str, tasks_dir: Path) -> dict | 
     for entry in summary["eval_history"]:
         if entry["return_mean"] >= THRESHOLDS[config]:
             solved_at = summary["started_at"] + entry["wall_time_s"]
-            return {"env_steps": entry["env_steps"], "wall_s": round(solved_at - started, 1)}
+            return {
+                "env_steps": entry["env_steps"],
+                "wall_s": round(solved_at - started, 1),
+                "process_s": round(process_s, 1),
+                "startup_s": summary["time_s"]["startup"],
+            }
     return None
+
+
+def bare_ray_s() -> float:
+    """Seconds of a process that only starts and stops a local Ray."""
+    started = time.time()
+    subprocess.run([sys.executable, "-c", BARE_RAY], check=True, capture_output=True)
+    return time.time() - started
+
+
+def _shown(outcome: dict | None) -> str:
+    if not outcome:
+        return "not solved"
+    return (
+        f"{outcome['env_steps']} env steps, solved at {outcome['wall_s']} s, process "
+        f"{outcome['process_s']} s"
+    )
+
+
+def vs_single(configs: list[str], seeds: list[int], tmp: Path) -> dict:
+    """Ray as shipped against the single backend, seeds interleaved, plus bare Ray processes.
+
+    The runtime's own cost on Ray is its whole-process time minus the single backend's;
+    it should be no more than what starting and stopping Ray alone costs.
+    """
+    out: dict = {"configs": {}}
+    for config in configs:
+        rows: dict[str, list[float]] = {"ray": [], "single": [], "bare": []}
+        for seed in seeds:
+            for backend in ("single", "ray"):
+                outcome = solve_once(config, seed, backend, tmp)
+                print(f"{config:14s} seed {seed} {backend:6s}: {_shown(outcome)}", flush=True)
+                rows[backend].append(outcome["process_s"] if outcome else float("nan"))
+            rows["bare"].append(round(bare_ray_s(), 2))
+            print(f"{config:14s} seed {seed} bare Ray process: {rows['bare'][-1]} s", flush=True)
+        single = statistics.median(rows["single"])
+        ray = statistics.median(rows["ray"])
+        bare = statistics.median(rows["bare"])
+        verdict = "within" if ray <= single + bare else "over"
+        print(
+            f"{config}: median process seconds: ray {ray:.1f}, single {single:.1f}, bare Ray "
+            f"{bare:.1f}; ray - single = {ray - single:+.1f} s ({verdict} the bare Ray cost); "
+            f"ray / single = {ray / single:.2f}x",
+            flush=True,
+        )
+        out["configs"][config] = {
+            "ray_s": rows["ray"],
+            "single_s": rows["single"],
+            "bare_ray_s": rows["bare"],
+            "ray_minus_single_s": round(ray - single, 2),
+            "within_bare_ray": verdict == "within",
+        }
+    return out
 
 
 def main() -> None:
@@ -67,7 +140,17 @@ def main() -> None:
     parser.add_argument("--configs", nargs="*", default=list(THRESHOLDS), choices=list(THRESHOLDS))
     parser.add_argument("--seeds", nargs="*", type=int, default=[1, 2, 3])
     parser.add_argument("--backend", default="ray", choices=["ray", "single"])
+    parser.add_argument(
+        "--vs-single",
+        action="store_true",
+        help="whole-process time on Ray vs the single backend (cartpole_ppo, cartpole_dqn)",
+    )
     args = parser.parse_args()
+    if args.vs_single:
+        configs = args.configs if args.configs != list(THRESHOLDS) else VS_SINGLE_CONFIGS
+        with tempfile.TemporaryDirectory() as tmp:
+            print(json.dumps(vs_single(configs, args.seeds, Path(tmp))))
+        return
     results: dict[str, dict[str, dict | None]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for config in args.configs:
@@ -75,12 +158,7 @@ def main() -> None:
             for seed in args.seeds:
                 outcome = solve_once(config, seed, args.backend, Path(tmp))
                 results[config][str(seed)] = outcome
-                shown = (
-                    f"{outcome['env_steps']} env steps, {outcome['wall_s']} s"
-                    if outcome
-                    else "not solved"
-                )
-                print(f"{config:18s} seed {seed}: {shown}", flush=True)
+                print(f"{config:18s} seed {seed}: {_shown(outcome)}", flush=True)
     print(json.dumps(results))
 
 
