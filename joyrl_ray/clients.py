@@ -44,6 +44,7 @@ from joyrl_ray.learner import Learner, LearnerResult
 from joyrl_ray.messages import (
     CheckpointReport,
     Counters,
+    Frames,
     LearnerReport,
     LearnerStart,
     Placement,
@@ -83,9 +84,16 @@ class DataServerClient(_Client):
         return self._call(DataServer.register_worker, worker_id, where)
 
     def push_transitions(
-        self, worker_id: int, batch: Batch | None, report: WorkerReport, known_version: int
+        self,
+        worker_id: int,
+        batch: Batch | None,
+        report: WorkerReport,
+        known_version: int,
+        frames: Frames | None = None,
     ) -> Call[PushAck]:
-        return self._call(DataServer.push_transitions, worker_id, batch, report, known_version)
+        return self._call(
+            DataServer.push_transitions, worker_id, batch, report, known_version, frames
+        )
 
     def push_rollout(
         self,

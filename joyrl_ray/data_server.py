@@ -18,6 +18,7 @@ replay, or learned from on-policy) or *dropped* with a reason, so
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -26,14 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from joyrl_ray.batch import Batch, batch_rows, concat, take_envs
+from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows, concat, take_envs
 from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from joyrl_ray.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data_needs import DataNeeds, ReplayNeeds, RolloutNeeds
 from joyrl_ray.handles import LocalStore, ObjectStore
 from joyrl_ray.messages import (
     CheckpointReport,
     Counters,
     EpisodeReport,
+    Frames,
     LearnerReport,
     LearnerStart,
     LearnerTimes,
@@ -50,6 +53,7 @@ from joyrl_ray.messages import (
     WorkerStart,
     WorkerTimes,
 )
+from joyrl_ray.placement import node_here
 
 # Stops after which learners may still catch up with the update-to-data ratio.
 DRAINING_STOPS = ("max_env_steps", "max_episode")
@@ -128,8 +132,13 @@ class DataServer:
         self.learner_lag_tolerance = learner_lag_tolerance
         self.store = store or LocalStore()
         self.buffer = _build_buffer(self.replay, seed) if self.replay is not None else None
+        self.frames: FrameStore | None = None  # stacked image observations, one frame each
         if self.buffer is not None and buffer_state is not None:
             self.buffer.load_state_dict(buffer_state)
+            if "frame_ring" in buffer_state:
+                assert self.replay is not None
+                self.frames = FrameStore(frame_capacity(self.replay.buffer_size))
+                self.frames.load_state_dict(buffer_state)
         self.rollouts: list[tuple[int, int, Batch]] = []  # (weights version, env steps, rollout)
         start = counters or Counters()
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
@@ -157,7 +166,8 @@ class DataServer:
         self.pending_checkpoints: list[CheckpointReport] = []
         self.pending_trajectories: list[Trajectory] = []
         self.pending_env_errors: list[str] = []
-        self.pending_placements: list[Placement] = []
+        # Where each role runs, this one first (the driver's "cluster: ..." line).
+        self.pending_placements = [Placement("data server", *node_here(), os.getpid())]
         self.worker_times = WorkerTimes()
         self.learner_times = LearnerTimes()
         self.waiting: dict[str, WaitState] = {}
@@ -269,9 +279,17 @@ class DataServer:
         return True
 
     def push_transitions(
-        self, worker_id: int, batch: Batch | None, report: WorkerReport, known_version: int
+        self,
+        worker_id: int,
+        batch: Batch | None,
+        report: WorkerReport,
+        known_version: int,
+        frames: Frames | None = None,
     ) -> PushAck:
-        """Store a worker's folded transitions (off-policy; None in test mode) and count."""
+        """Store a worker's folded transitions (off-policy; None in test mode) and count.
+
+        With ``frames``, the transitions' observations are frame ids (see buffers/frames.py).
+        """
         t0 = time.monotonic()
         with self._cond:
             accepted = self._count(report)
@@ -284,12 +302,33 @@ class DataServer:
             elif self.buffer is None:
                 self.dropped["not_learned_in_test_mode"] += report.env_steps
             elif batch is not None and rows:
+                if frames is not None:
+                    batch = self._frame_indices(worker_id, batch, frames)
                 self.buffer.add(batch)
                 self.stored += rows
             self._changed()
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
         return ack
+
+    def _frame_indices(self, worker_id: int, batch: Batch, frames: Frames) -> Batch:
+        assert self.replay is not None
+        if self.frames is None:
+            self.frames = FrameStore(frame_capacity(self.replay.buffer_size))
+        self.frames.add(worker_id, frames.ids, frames.pixels)
+        return {
+            **batch,
+            OBS: self.frames.translate(worker_id, batch[OBS]),
+            NEXT_OBS: self.frames.translate(worker_id, batch[NEXT_OBS]),
+        }
+
+    def _sample(self, rows: int) -> Batch:
+        assert self.buffer is not None
+        batch = self.buffer.sample(rows)
+        if self.frames is not None:  # rebuild the stacked observations from their frames
+            batch[OBS] = self.frames.gather(batch[OBS])
+            batch[NEXT_OBS] = self.frames.gather(batch[NEXT_OBS])
+        return batch
 
     def push_rollout(
         self,
@@ -408,7 +447,7 @@ class DataServer:
             assert self.buffer is not None, "sample_round needs replay (an off-policy algorithm)"
             decided = self._decide_round(round_id, max_updates, timeout_s, rank)
             t0 = time.monotonic()  # busy from here: the wait above is idle time
-            batches = [self.buffer.sample(rows) for _ in range(decided.updates)]
+            batches = [self._sample(rows) for _ in range(decided.updates)]
             self._served(round_id, decided, rank)
             self.busy_s += time.monotonic() - t0
         return SampleGrant(batches, decided.stop)
@@ -573,11 +612,18 @@ class DataServer:
     def buffer_state(self) -> dict[str, np.ndarray] | None:
         """The replay buffer's contents, for ``general_cfg.save_buffer``."""
         with self._cond:
-            return self.buffer.state_dict() if self.buffer is not None else None
+            if self.buffer is None:
+                return None
+            state = self.buffer.state_dict()
+            if self.frames is not None:
+                state.update(self.frames.state_dict())
+            return state
 
     def stats(self) -> DataServerStats:
         with self._cond:
             buffer = self.buffer.stats() if self.buffer is not None else {}
+            if self.frames is not None:
+                buffer.update(self.frames.stats())
             return DataServerStats(
                 transitions_collected=self.collected,
                 transitions_stored=self.stored,

@@ -230,6 +230,8 @@ class Driver:
                 result = call.result(timeout_s=END_WAIT_S)
             except RoleError as exc:
                 self.recorder.log(f"evaluation at {checkpoint.updates} updates failed: {exc}")
+                if isinstance(exc, RoleDied) and isinstance(self.runtime, RayRuntime):
+                    self.runtime.restart_evaluator()
             else:
                 self._take_eval(result, checkpoint)
 

@@ -101,6 +101,15 @@ class WorkerReport:
 
 
 @dataclass
+class Frames:
+    """Image frames a worker shows for the first time, with its (consecutive) frame ids; the
+    ``obs`` / ``next_obs`` columns of its transitions then hold frame ids."""
+
+    ids: np.ndarray
+    pixels: np.ndarray
+
+
+@dataclass
 class PushAck:
     """The DataServer's answer to a push or a wait."""
 

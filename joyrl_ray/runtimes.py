@@ -33,7 +33,6 @@ from joyrl_ray.handles import (
     RayHandle,
     RayStore,
     RoleDied,
-    RoleError,
     RoleFailed,
 )
 from joyrl_ray.learner import Learner, LearnerResult, LearnerStats
@@ -41,6 +40,7 @@ from joyrl_ray.placement import (
     Requests,
     actor_options,
     data_server_options,
+    driver_node_options,
     learner_group,
     worker_strategy,
 )
@@ -201,14 +201,23 @@ class RayRuntime:
             self._submit(WorkerClient(RayHandle(f"worker {i}", actor=actor)).run(), "worker", i)
         self.evaluator: EvaluatorClient | None = None
         self.evaluator_actor = None
+        self.spaces = spaces
         if learner is not None and general.online_eval:
-            self.evaluator_actor = (
-                ray.remote(OnlineEvaluator).options(num_cpus=0, max_restarts=3).remote(cfg, spaces)
-            )
-            self.evaluator = EvaluatorClient(RayHandle("Evaluator", actor=self.evaluator_actor))
+            self.restart_evaluator()
         self.finished = False
 
     # ----- roles -----
+    def restart_evaluator(self) -> None:
+        """A (new) evaluator actor; the driver asks for one when the old one died."""
+        if self.evaluator_actor is not None:
+            self.ray.kill(self.evaluator_actor, no_restart=True)
+        self.evaluator_actor = (
+            self.ray.remote(OnlineEvaluator)
+            .options(num_cpus=0, **driver_node_options())  # beside the driver, which feeds it
+            .remote(self.cfg, self.spaces)
+        )
+        self.evaluator = EvaluatorClient(RayHandle("Evaluator", actor=self.evaluator_actor))
+
     def _submit(self, call: Call[Any], role: str, index: int) -> None:
         self.runs[call] = (role, index)
 
@@ -279,7 +288,11 @@ class RayRuntime:
             f"{'its last checkpoint' if state else 'scratch (no checkpoint yet)'} "
             f"(restart {self.results.learner_restarts} of {general.max_learner_restarts})"
         )
-        self._start_learners(state)
+        try:
+            self._start_learners(state)
+        except RoleDied as exc:  # e.g. its pinned node was lost and no other node can hold it
+            events.failure = f"the learner group could not be restarted: {exc}"
+            events.failure_reason = "learner_failed"
 
     def _worker_died(self, index: int, error: RoleDied, events: RoleEvents) -> None:
         """Ray restarts a dead worker and retries its loop by itself (the DataServer counts the
@@ -339,7 +352,3 @@ class RayRuntime:
             from ray.util.placement_group import remove_placement_group
 
             remove_placement_group(self.group)
-
-
-def role_error(exc: RoleError) -> str:
-    return str(exc)

@@ -41,6 +41,7 @@ from joyrl_ray.batch import (
     TRUNCATED,
     Batch,
 )
+from joyrl_ray.buffers.frames import FrameEncoder
 from joyrl_ray.buffers.nstep import NStepFolder
 from joyrl_ray.config import RunConfig
 from joyrl_ray.data_needs import ReplayNeeds, RolloutNeeds
@@ -48,6 +49,7 @@ from joyrl_ray.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.handles import Call, ObjectStore, first_line
 from joyrl_ray.messages import (
     EpisodeReport,
+    Frames,
     Placement,
     PushAck,
     Weights,
@@ -138,6 +140,7 @@ class Worker:
         self.folder = NStepFolder(self.n_envs, n_step, self.gamma)
         self.tracker = EpisodeTracker(self.n_envs)
         self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
+        self.encoder = self._frame_encoder()
         self.chunk = _Chunk(self.chunk_len)
         self.obs: np.ndarray | None = None
         self.weights_version = 0
@@ -154,6 +157,16 @@ class Worker:
         self.failed_rebuilds = 0
         self.times = WorkerTimes()
         self.kills_due: list[int] = []
+
+    def _frame_encoder(self) -> FrameEncoder | None:
+        """Stacked uint8 frames (frame_stack the last wrapper) are sent to replay once each."""
+        space = self.envs.single_observation_space
+        wrappers = list(self.cfg.env.wrappers or [])
+        stacked = bool(wrappers) and wrappers[-1] == "frame_stack"
+        shape = tuple(space.shape or ())
+        if self.replay is None or not stacked or space.dtype != np.uint8 or len(shape) < 3:
+            return None
+        return FrameEncoder(self.n_envs, shape[0])
 
     # ----- envs -----
     def _make_envs(self) -> SyncVectorEnv:
@@ -186,6 +199,8 @@ class Worker:
         self.tracker.reset()
         if self.cutter is not None:
             self.cutter.reset()
+        if self.encoder is not None:
+            self.encoder.reset()
         try:
             self.envs.close()
         except Exception:  # a broken env may fail to close too; it is replaced anyway
@@ -376,13 +391,24 @@ class Worker:
             )
             self._send(call)
         else:
-            self._push(self.folder.fold(chunk) if self.replay is not None else None)
+            self._push_transitions(chunk)
         return not self.stop
 
-    def _push(self, batch: Batch | None) -> None:
+    def _push_transitions(self, chunk: Batch) -> None:
+        """Fold the chunk (train) and push it; stacked frames travel once (see encoder)."""
+        if self.replay is None:
+            self._push(None)
+            return
+        frames = None
+        if self.encoder is not None:
+            chunk, ids, pixels = self.encoder.encode(chunk)
+            frames = Frames(ids, pixels)
+        self._push(self.folder.fold(chunk), frames)
+
+    def _push(self, batch: Batch | None, frames: Frames | None = None) -> None:
         report = self._take_report()
         call = self.data_server.push_transitions(
-            self.worker_id, batch, report, self.weights_version
+            self.worker_id, batch, report, self.weights_version, frames
         )
         self._send(call)
 

@@ -32,11 +32,11 @@ class SlowDataServer(DataServer):
         self.delay_s = delay_s
         self.pushes = 0
 
-    def push_transitions(self, worker_id, batch, report, known_version):
+    def push_transitions(self, worker_id, batch, report, known_version, frames=None):
         time.sleep(self.delay_s)
         if report.env_steps:
             self.pushes += 1
-        return super().push_transitions(worker_id, batch, report, known_version)
+        return super().push_transitions(worker_id, batch, report, known_version, frames)
 
     def push_count(self) -> int:
         return self.pushes
