@@ -34,6 +34,7 @@ from joyrl_ray.handles import (
     RayStore,
     RoleDied,
     RoleFailed,
+    first_line,
 )
 from joyrl_ray.learner import Learner, LearnerResult, LearnerStats
 from joyrl_ray.placement import (
@@ -115,26 +116,40 @@ class LocalRuntime:
         self.finished = False
         self._stepping = list(self.workers)
         self._learning = self.learner is not None
+        self._failed = False  # a role raised: its state is not to be trusted
 
     def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
+        """Give every role turns for ``timeout_s``; a role that raises ends the run, as on Ray."""
+        events = RoleEvents()
         deadline = time.monotonic() + timeout_s
         while not self.finished and time.monotonic() < deadline:
-            self._stepping = [w for w in self._stepping if w.step(0.0)]
-            learner = self.learner
-            while learner is not None and self._learning:
-                status = learner.train_step(0.0)
-                if status != "learned":
-                    self._learning = status != "stopped"
-                    break
+            role = "worker"
+            try:
+                self._stepping = [w for w in self._stepping if w.step(0.0)]
+                role = "learner"
+                learner = self.learner
+                while learner is not None and self._learning:
+                    status = learner.train_step(0.0)
+                    if status != "learned":
+                        self._learning = status != "stopped"
+                        break
+            except Exception as exc:  # the run stops with the error named, nothing lost
+                events.failure = f"{role} failed: {first_line(exc)}"
+                events.failure_reason = f"{role}_error"
+                self.server.request_stop(events.failure_reason, events.failure)
+                self._failed = True
+                self._finish()
+                break
             if not self._stepping and not self._learning:
                 self._finish()
-        return RoleEvents()
+        return events
 
     def _finish(self) -> None:
         for worker in self.workers:
-            self.results.workers[worker.worker_id] = worker.finish()
+            if not self._failed:
+                self.results.workers[worker.worker_id] = worker.finish()
             worker.close()
-        if self.learner is not None:
+        if self.learner is not None and not self._failed:
             self.results.learners[0] = self.learner.finish()
         self.finished = True
 

@@ -1,0 +1,41 @@
+"""A call whose answer nobody waits for still has its error read: the run stops, naming it.
+
+The learner writes priorities back without waiting (``update_priorities``); rewards that
+overflow make its TD errors, and so the priorities, infinite, which the DataServer refuses.
+The run must stop with that error in one line and exit code 1, on both backends, instead of
+going on with a corrupt sum tree.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_main
+
+
+@pytest.mark.parametrize("backend", ["single", "ray"])
+def test_a_failing_priority_write_back_stops_the_run_naming_it(tmp_path, backend):
+    done = run_main(
+        f"general_cfg.mp_backend={backend}",
+        "env_cfg.id=tests.diverging_env:OverflowingRewardEnv",
+        "algo_cfg.buffer_type=PER",
+        "algo_cfg.learn_start=64",
+        "algo_cfg.batch_size=32",
+        "general_cfg.max_env_steps=5000",
+        "general_cfg.online_eval=false",
+        "general_cfg.seed=1",
+        "general_cfg.progress=false",
+        f"general_cfg.tasks_dir={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stderr[-2000:]
+    assert "update_priorities" in errors[0] and "not finite" in errors[0], errors[0]
+    assert "Traceback" not in done.stderr
+    (task,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    summary = json.loads((task / "results" / "summary.json").read_text())
+    assert summary["stop_reason"] == "learner_error"
+    assert summary["env_steps"] < 5000  # it stopped there, not at the step limit
