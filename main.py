@@ -17,7 +17,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--yaml", help="yaml file with general_cfg / algo_cfg / env_cfg sections")
     parser.add_argument("overrides", nargs="*", help="section.key=value, e.g. general_cfg.seed=1")
-    return parser.parse_args(argv)
+    return parser.parse_intermixed_args(argv)  # --yaml before or after the overrides
 
 
 def main(argv: list[str] | None = None) -> int:

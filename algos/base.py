@@ -88,7 +88,7 @@ class Policy(ABC):
         if cls.action_spaces and not isinstance(action_space, cls.action_spaces):
             allowed = ", ".join(space_name(s) for s in cls.action_spaces)
             raise ValueError(
-                f"{cls.__name__} does not support the env's action space {action_space} "
+                f"does not support the env's action space {action_space} "
                 f"({space_name(action_space)}); it supports: {allowed}"
             )
 

@@ -23,19 +23,18 @@ from algos.networks import build_network
 from joyrl_ray.batch import Batch
 
 
-def check_continuous_spaces(obs_space: gym.Space, action_space: gym.Space, algo: str) -> None:
+def check_continuous_spaces(obs_space: gym.Space, action_space: gym.Space) -> None:
     """Flat Box observations and a bounded Box action space, or a ValueError saying why not."""
     if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
         raise ValueError(
-            f"{algo} does not support the env's action space {action_space}; it supports: "
+            f"does not support the env's action space {action_space}; it supports: "
             "Box (1-D, bounded)"
         )
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ValueError(f"{algo} needs finite action bounds, got {action_space}")
+        raise ValueError(f"needs finite action bounds, got {action_space}")
     if len(obs_space.shape or ()) != 1:
         raise ValueError(
-            f"{algo} needs flat (1-D) observations, got {obs_space} (try env_cfg.wrappers: "
-            "[flatten])"
+            f"needs flat (1-D) observations, got {obs_space} (try env_cfg.wrappers: [flatten])"
         )
 
 
@@ -121,7 +120,7 @@ class TwinCriticPolicy(Policy):
 
     @classmethod
     def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
-        check_continuous_spaces(obs_space, action_space, cls.label)
+        check_continuous_spaces(obs_space, action_space)
 
     def noise(self, rows: int) -> torch.Tensor:
         """Standard normal noise for this learner's ``rows`` of the batch (see DataParallel)."""

@@ -5,7 +5,8 @@ clipping and the optimizer step, :meth:`DataParallel.average_gradients` averages
 all learners (one ``all_reduce`` per call), so every learner takes the same step and the
 parameters stay identical. With equal shares this is exactly the gradient of the whole
 batch. Everything else that must agree (advantage statistics, early-stop decisions,
-random noise) goes through :meth:`mean` and :meth:`global_randn`.
+running reward statistics, random noise) goes through :meth:`mean`, :meth:`mean_std`,
+:meth:`gather` and :meth:`global_randn`.
 
 Plain ``torch.distributed``: the runtime creates the process group (gloo on CPU, nccl on
 GPU) and hands a :class:`DataParallel` to the policy; a single learner keeps the default,
@@ -79,6 +80,17 @@ class DataParallel:
         mean = total / n
         var = (squares - n * mean * mean) / (n - 1).clamp(min=1.0)
         return mean, var.clamp(min=0.0).sqrt()
+
+    def gather(self, x: torch.Tensor, dim: int = 0) -> torch.Tensor:
+        """Every learner's ``x`` (equal shapes), concatenated along ``dim`` in rank order."""
+        if not self.active:
+            return x
+        t0 = time.perf_counter()
+        x = x.contiguous()
+        parts = [torch.empty_like(x) for _ in range(self.world_size)]
+        dist.all_gather(parts, x)
+        self.sync_s += time.perf_counter() - t0
+        return torch.cat(parts, dim=dim)
 
     def global_randn(
         self, local_rows: int, dim: int, generator: torch.Generator, device: torch.device

@@ -29,3 +29,4 @@ class EnvConfig:
     atari_grayscale: bool = True  # atari_preprocessing: grayscale frames (false: RGB)
     atari_terminal_on_life_loss: bool = False  # atari_preprocessing: a lost life ends the episode
     clip_rewards: bool = False  # learn from rewards clipped to [-1, 1]; returns stay the real score
+    step_latency_s: float = 0.0  # step_latency wrapper: seconds slept per step (benchmarks)

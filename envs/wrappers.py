@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.errors import EnvSpecError
+from envs.latency import StepLatency
 
 
 def _atari_preprocessing(env: gym.Env, env_cfg: Any) -> gym.Env:
@@ -63,6 +64,11 @@ def _flatten(env: gym.Env, env_cfg: Any) -> gym.Env:
     return gym.wrappers.FlattenObservation(env)
 
 
+def _step_latency(env: gym.Env, env_cfg: Any) -> gym.Env:
+    """A slow env for measurements: every step takes ``env_cfg.step_latency_s`` more."""
+    return StepLatency(env, float(env_cfg.step_latency_s))
+
+
 WRAPPERS: dict[str, Callable[[gym.Env, Any], gym.Env]] = {
     "atari_preprocessing": _atari_preprocessing,
     "grayscale": _grayscale,
@@ -70,6 +76,7 @@ WRAPPERS: dict[str, Callable[[gym.Env, Any], gym.Env]] = {
     "frame_stack": _frame_stack,
     "channels_first": _channels_first,
     "flatten": _flatten,
+    "step_latency": _step_latency,
 }
 # Wrappers that read the raw env (AtariPreprocessing grabs frames from the emulator itself,
 # ignoring observations from any wrapper below it), so they must be listed first.

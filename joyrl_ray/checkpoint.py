@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 NUMBERED = re.compile(r"^(\d+)\.pt$")
+CHECKPOINT_KEYS = "a joyrl-ray checkpoint holds algo_name, policy, counters"
 
 
 class CheckpointError(ValueError):
@@ -113,6 +114,9 @@ def resolve_task_dir(load_path: str | None, tasks_dir: str | Path) -> Path:
         if (candidate / "models").is_dir():
             return candidate
     for candidate in candidates:
+        if candidate.is_file():
+            raise CheckpointError(_file_not_task_dir(load_path, candidate, tasks_dir))
+    for candidate in candidates:
         if candidate.is_dir():
             raise CheckpointError(
                 f"general_cfg.load_path={load_path!r}: {candidate} has no models/ folder "
@@ -121,6 +125,19 @@ def resolve_task_dir(load_path: str | None, tasks_dir: str | Path) -> Path:
     raise CheckpointError(
         f"general_cfg.load_path={load_path!r}: no such task directory under {tasks_dir}/ "
         "or at that path"
+    )
+
+
+def _file_not_task_dir(load_path: str, path: Path, tasks_dir: str | Path) -> str:
+    hint = ""
+    if path.parent.name == "models" and path.suffix == ".pt":  # a checkpoint file itself
+        hint = (
+            f"; for this checkpoint: general_cfg.load_path={path.parent.parent} "
+            f"general_cfg.load_model_step={path.stem}"
+        )
+    return (
+        f"general_cfg.load_path={load_path!r} is a file, not a task directory; allowed: a "
+        f"task directory holding models/ (a name under {tasks_dir}/ or a path){hint}"
     )
 
 
@@ -149,11 +166,18 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a truncated or foreign file
+        # torch's first sentence says what broke; the rest is advice for its own developers
+        detail = str(exc).strip().splitlines()[0].split(". ")[0] if str(exc).strip() else ""
         raise CheckpointError(
-            f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})".splitlines()[0]
+            f"{path}: not a readable checkpoint, truncated or not a torch file "
+            f"({type(exc).__name__}: {detail})"
         ) from None
     if not isinstance(state, dict) or "policy" not in state:
-        raise CheckpointError(f"{path}: not a joyrl-ray checkpoint (no policy state)")
+        held = sorted(map(str, state))[:5] if isinstance(state, dict) else [type(state).__name__]
+        raise CheckpointError(
+            f"{path}: not a joyrl-ray checkpoint (it holds {', '.join(held) or 'nothing'}; "
+            f"{CHECKPOINT_KEYS})"
+        )
     return state
 
 
@@ -205,7 +229,8 @@ def find_checkpoint(task_dir: Path, step: str) -> FoundCheckpoint:
             )
         raise CheckpointError(
             f"general_cfg.load_path={task_dir.name}: no readable checkpoint in {models} "
-            f"({notes[-1]})"
+            f"({notes[-1]}); allowed: models/last.pt, best.pt or <update>.pt as a joyrl-ray "
+            "train run writes them"
         )
     return found
 

@@ -1,4 +1,8 @@
-"""From command-line input to a finished run, with one clear line for any bad input."""
+"""From command-line input to a finished run, with one clear line for any bad input.
+
+The signal handlers go in before the heavy imports (torch, gymnasium, Ray), so that a
+Ctrl-C or SIGTERM at any moment of the start-up ends the run with one line too.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from envs.registry import EnvSpecError
-from joyrl_ray.checkpoint import CheckpointError
-from joyrl_ray.config import ConfigError, RunConfig, load_config
-from joyrl_ray.ray_cluster import ClusterError
+from joyrl_ray.signals import STARTING, Interrupted, StopSignals, handling_signals
 
 if TYPE_CHECKING:
     from joyrl_ray.runner import RunResult
@@ -45,12 +46,37 @@ def run_from_cli(
 ) -> int:
     """Exit code 0 (done), 1 (failed), 2 (bad input, before anything started), 128 + signal."""
     started_at = started_at or time.time()
+    with handling_signals() as signals:
+        try:
+            return _run(yaml_path, overrides, started_at, signals)
+        except BaseException as exc:
+            # Interrupted lands anywhere in the start-up code, which may turn it into another
+            # error on the way out: while starting, a signal is the reason.
+            if signals.received is None or signals.phase != STARTING:
+                raise
+            signum = exc.signum if isinstance(exc, Interrupted) else signals.received
+            interrupted = Interrupted(signum)
+    # nothing was saved, and what had started is closed
+    print(f"interrupted ({interrupted}) before the run started", file=sys.stderr)
+    return interrupted.exit_code
+
+
+def _run(
+    yaml_path: str | None, overrides: list[str], started_at: float, signals: StopSignals
+) -> int:
+    from envs.registry import EnvSpecError
+    from joyrl_ray.checkpoint import CheckpointError
+    from joyrl_ray.config import ConfigError, RunConfig, load_config
+    from joyrl_ray.ray_cluster import ClusterError
+
     try:
         cfg = RunConfig.from_omegaconf(load_config(yaml_path, overrides))
         from joyrl_ray.runner import run
 
         result = run(cfg, started_at=started_at, announce=print_result)
     except (ConfigError, CheckpointError, ClusterError, EnvSpecError) as exc:
+        if signals.received is not None:  # a signal's exception, turned into this one
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return result.exit_code

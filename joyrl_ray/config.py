@@ -42,6 +42,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "'\\t'" in problem:
+            problem += "; indent yaml with spaces, not tabs"
         raise ConfigError(f"--yaml {path}: malformed yaml{where}: {problem}") from None
     if data is None:
         return {}
@@ -69,7 +71,7 @@ def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
             raise ConfigError(_unknown(section, "", SECTIONS, what="section"))
         try:
             dotted = OmegaConf.to_container(OmegaConf.from_dotlist([item]))
-        except OmegaConfBaseException as exc:
+        except (OmegaConfBaseException, yaml.YAMLError) as exc:  # e.g. "k={a: 1" (unclosed)
             raise ConfigError(f"override {item!r}: {exc}".splitlines()[0]) from None
         parsed.setdefault(section, {})
         _deep_update(parsed[section], dotted[section])

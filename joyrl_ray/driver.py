@@ -28,12 +28,15 @@ from joyrl_ray.messages import CheckpointReport, Placement, Reports, StallReport
 from joyrl_ray.modes import REPLAY_FILE
 from joyrl_ray.recorder import Recorder
 from joyrl_ray.runtimes import LocalRuntime, RayRuntime, RoleEvents
-from joyrl_ray.signals import StopSignals
+from joyrl_ray.signals import StopSignals, running
 
 DRAIN_EVERY_S = 0.5
 DRAIN_TIMEOUT_S = 30.0
 END_WAIT_S = 120.0  # how long the roles get to finish after the stop
-SIGNALLED_END_WAIT_S = 10.0  # the same after SIGINT / SIGTERM
+# The same after SIGINT / SIGTERM (a scheduler's grace period may be short) or a stall (the
+# stuck roles will not finish): the learner hands in its final checkpoint within a second
+# or two, and evaluations still running are not waited for.
+HURRIED_END_WAIT_S = 10.0
 FAILURE_STOPS = {
     "data_server_failed",
     "learner_failed",
@@ -89,32 +92,66 @@ class Driver:
         self.placement_announced = False
         self.server_alive = True
         self.end_wait_s = END_WAIT_S
+        self.hurried = False
+        self.signals: StopSignals | None = None
 
     # ----- the loop -----
     def drive(self) -> DriveOutcome:
-        with StopSignals() as signals:
+        with running() as signals:
+            self.signals = signals
             while not self.runtime.finished:
                 evaluating = self.eval_in_flight[0] if self.eval_in_flight else None
                 events = self.runtime.advance(DRAIN_EVERY_S, wake_on=evaluating)
                 self._take_events(events)
                 if self.server_alive:
                     self._drain()
-                self._pump_evals(wait=False)
+                self._pump_evals()
                 if signals.received is not None and self.outcome.stop_reason is None:
                     self.recorder.log(f"{signals.name}: stopping every role")
                     # A signal may be the first of several (a scheduler's grace period):
                     # finish quickly, with what the roles manage to hand in.
-                    self.end_wait_s = SIGNALLED_END_WAIT_S
+                    self._hurry()
                     self._stop("interrupted", None, signals.exit_code or 130)
                 self._watch_for_stalls()
                 if self.outcome.stop_reason is not None:
                     self._wait_for_roles()
                     break
-        if self.server_alive:
-            self._drain()
-        self._pump_evals(wait=True)
+            if self.server_alive:
+                self._drain()
+            self._finish_evals()
         self._take_results()
         return self.outcome
+
+    def _signalled(self) -> bool:
+        """Whether a signal came; the first makes the end hurry (see _hurry)."""
+        if self.signals is None or self.signals.received is None:
+            return False
+        if not self.hurried:
+            self._hurry()
+        return True
+
+    def _hurry(self) -> None:
+        self.hurried = True
+        self.end_wait_s = HURRIED_END_WAIT_S
+
+    def _finish_evals(self) -> None:
+        """Take the evaluations still queued or running, within the end's deadline; none
+        after a signal or a stall (they are counted as skipped)."""
+        deadline = time.monotonic() + self.end_wait_s
+        while self.eval_in_flight or self.eval_queue:
+            if self._signalled() or self.hurried or time.monotonic() > deadline:
+                break
+            self._pump_evals()
+            time.sleep(0.1)
+        self._abandon_evals()
+
+    def _abandon_evals(self) -> None:
+        left = len(self.eval_queue) + (self.eval_in_flight is not None)
+        if left:
+            self.outcome.evals_skipped += left
+            self.recorder.log(f"{left} evaluation(s) still running or queued: not waited for")
+        self.eval_queue.clear()
+        self.eval_in_flight = None
 
     def _stop(self, reason: str, error: str | None, exit_code: int) -> None:
         if self.outcome.stop_reason is not None:
@@ -134,10 +171,15 @@ class Driver:
         """After a stop: let the roles finish (final checkpoint), within a deadline."""
         deadline = time.monotonic() + self.end_wait_s
         while not self.runtime.finished and time.monotonic() < deadline:
+            if self._signalled():
+                if self.signals is not None and self.signals.urgent:
+                    self.recorder.log(f"a second {self.signals.name}: not waiting for the roles")
+                    return
+                deadline = min(deadline, time.monotonic() + self.end_wait_s)
             self._take_events(self.runtime.advance(DRAIN_EVERY_S))
             if self.server_alive:
                 self._drain()
-            self._pump_evals(wait=False)
+            self._pump_evals()
         if not self.runtime.finished:
             self.recorder.log(
                 f"roles still running {self.end_wait_s:g} s after the stop: ending them"
@@ -148,6 +190,7 @@ class Driver:
             self.recorder.log(line)
             self.recorder.note(line)
         if events.failure is not None:
+            self._check_server()  # a role may have failed because the DataServer died
             self._stop(events.failure_reason or "failed", events.failure, 1)
 
     # ----- reports -----
@@ -179,12 +222,23 @@ class Driver:
             failed = reason in FAILURE_STOPS
             self._stop(reason, reports.stop_detail if failed else None, 1 if failed else 0)
 
+    def _check_server(self) -> None:
+        """Stop for the DataServer's death, if it died (any short call tells)."""
+        if self.server_alive:
+            try:
+                self.server.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
+            except RoleError as exc:
+                self._server_lost(exc)
+
     def _server_lost(self, exc: RoleError) -> None:
         if not self.server_alive:
             return
         self.server_alive = False
-        what = "died" if isinstance(exc, RoleDied) else "stopped answering"
-        self._stop("data_server_failed", f"the DataServer {what} ({exc})", 1)
+        if isinstance(exc, RoleDied):  # "DataServer died during <call> (<Ray's reason>)"
+            error = f"the {exc}"
+        else:
+            error = f"the DataServer stopped answering ({exc})"
+        self._stop("data_server_failed", error, 1)
 
     # ----- checkpoints and evaluations -----
     def _write_checkpoint(self, checkpoint: CheckpointReport) -> None:
@@ -196,7 +250,7 @@ class Driver:
             if len(self.eval_queue) == self.eval_queue.maxlen:
                 self.outcome.evals_skipped += 1  # evaluation is slower than checkpoints
             self.eval_queue.append(checkpoint)
-            self._pump_evals(wait=False)
+            self._pump_evals()
 
     def _save_buffer(self) -> None:
         state = self.server.buffer_state().result(timeout_s=DRAIN_TIMEOUT_S)
@@ -209,7 +263,7 @@ class Driver:
         savez(data, **state)
         atomic_write_bytes(data.getvalue(), self.store.dir / REPLAY_FILE)
 
-    def _pump_evals(self, *, wait: bool) -> None:
+    def _pump_evals(self) -> None:
         """Start the next queued evaluation when none runs; take the results that are in."""
         while True:
             if self.eval_in_flight is None:
@@ -223,7 +277,7 @@ class Driver:
                 )
                 self.eval_in_flight = (call, checkpoint)
             call, checkpoint = self.eval_in_flight
-            if not (wait or call.done()):
+            if not call.done():
                 return
             self.eval_in_flight = None
             try:
@@ -278,6 +332,7 @@ class Driver:
         except (CallTimeout, RoleError) as exc:
             self._server_lost(exc)
             return
+        self._hurry()
         self._stop("stalled", stall_message(report, self.cfg.general.stall_timeout_s), 1)
 
 

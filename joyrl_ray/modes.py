@@ -155,7 +155,9 @@ def _load_policy(
         else:
             policy.load_acting_state(state["policy"])
     except (RuntimeError, KeyError, ValueError, TypeError) as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # torch's first line only says where ("... for Sequential:"); the next says what
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        detail = " ".join(lines[:2])[:300] if lines else type(exc).__name__
         raise CheckpointError(
             f"{path} does not fit this env_cfg / algo_cfg ({detail}); run with the training "
             f"run's config: --yaml {source / 'config.yaml'}"

@@ -291,6 +291,17 @@ def in_ray_job() -> bool:
     return JOB_CONFIG_ENV in os.environ
 
 
+def job_notes(tasks_dir: str) -> list[str]:
+    """A warning for a Ray job whose task directory would land in the job's working_dir copy."""
+    if not in_ray_job() or Path(tasks_dir).is_absolute():
+        return []
+    return [
+        f"this run is a Ray job: its task directory goes under {Path(tasks_dir).resolve()}, "
+        "in the job's working_dir copy on the head node, which Ray may delete once the job "
+        "has ended; set general_cfg.tasks_dir to an absolute path to keep it"
+    ]
+
+
 def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     """Start or attach to Ray: "owned" (started here), "attached", or "borrowed" (already up)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -30,8 +30,16 @@ from joyrl_ray.driver import DriveOutcome, Driver
 from joyrl_ray.figures import save_reward_figures
 from joyrl_ray.learner import learner_seconds
 from joyrl_ray.messages import Counters, Placement
-from joyrl_ray.placement import ClusterFitError, alive_nodes, check_fits, describe, make_requests
-from joyrl_ray.ray_cluster import ClusterError, RaySession
+from joyrl_ray.placement import (
+    ClusterFitError,
+    alive_nodes,
+    check_fits,
+    describe,
+    make_requests,
+    placement_line,
+    placement_summary,
+)
+from joyrl_ray.ray_cluster import ClusterError, RaySession, job_notes
 from joyrl_ray.recorder import Recorder
 from joyrl_ray.runtimes import LearnerSetup, LocalRuntime, RayRuntime, RoleResults
 from joyrl_ray.task_dir import TaskDir, create_task_dir
@@ -52,7 +60,7 @@ def _check_spaces(cfg: RunConfig, spaces: Any) -> None:
     try:
         policy_cls.check_spaces(*spaces)
     except ValueError as exc:
-        raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name}: {exc}") from None
+        raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name} {exc}") from None
 
 
 def run(
@@ -75,6 +83,8 @@ def run(
         _check_spaces(cfg, spaces)
         start = modes.prepare(cfg, spaces)
         cfg = start.cfg
+        if session is not None:
+            start.notes.extend(job_notes(cfg.general.tasks_dir))
         for note in start.notes:
             print(f"warning: {note}", file=sys.stderr)
         requests = None
@@ -167,10 +177,13 @@ def _run_in(
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
         summary = _summary(cfg, recorder, outcome, results, server_stats, started_at, start)
-        summary["placement"] = {
-            "cluster": nodes_line,
-            "roles": {role: vars(p) for role, p in sorted(outcome.placements.items())},
-        }
+        nodes = requests.nodes if requests is not None else []
+        summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
+        summary["nodes_lost"] = len(summary["placement"]["nodes_lost"])
+        if summary["nodes_lost"]:
+            recorder.log(
+                f"nodes lost during the run: {', '.join(summary['placement']['nodes_lost'])}"
+            )
         summary.update(render)
         recorder.write_summary(summary)
         if general.save_fig or general.show_fig:
@@ -225,7 +238,7 @@ def _drive(
         if not train:  # workers act with the checkpoint's weights
             runtime.data_server.publish_weights(start.policy.get_weights(), 1).result(60)
         best = max((e["return_mean"] for e in recorder.eval_history), default=-math.inf)
-        n_roles = general.n_workers + (general.n_learners if train else 0)
+        n_roles = 1 + general.n_workers + (general.n_learners if train else 0)  # 1: DataServer
 
         def announce_placement(placements: dict[str, Placement]) -> None:
             line = placement_line(nodes_line, placements)
@@ -250,14 +263,6 @@ def _drive(
         return outcome, runtime.results, server_stats, nodes_line
     finally:
         runtime.shutdown()
-
-
-def placement_line(nodes_line: str, placements: dict[str, Placement]) -> str:
-    where: dict[str, list[str]] = {}
-    for role, place in sorted(placements.items()):
-        where.setdefault(place.ip, []).append(role)
-    roles = "; ".join(f"{ip}: {', '.join(names)}" for ip, names in where.items())
-    return f"cluster: {nodes_line}; {roles}"
 
 
 def _summary(

@@ -13,6 +13,7 @@ group is restarted as a whole, from the driver's last checkpoint, when any learn
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -43,12 +44,14 @@ from joyrl_ray.placement import (
     data_server_options,
     driver_node_options,
     learner_group,
+    wait_for_death,
     worker_strategy,
 )
 from joyrl_ray.worker import Worker, WorkerStats
 
 Spaces = tuple[gym.Space, gym.Space]
 PLACEMENT_TIMEOUT_S = 60.0
+NODE_DEATH_WAIT_S = 90.0  # Ray's node health checks: 5 misses, 3 s apart, 10 s timeouts
 
 
 @dataclass
@@ -194,6 +197,7 @@ class RayRuntime:
         self.requests = requests
         self.learner_setup = learner
         self.results = RoleResults()
+        self.drop_reasons: dict[int, str] = {}  # workers gone for good: why
         self.runs: dict[Any, tuple[str, int]] = {}  # call -> (role, index)
         self.learners: list[Any] = []
         self.learner_generation = 0
@@ -286,6 +290,7 @@ class RayRuntime:
         for call, (role, _) in list(self.runs.items()):
             if role == "learner":
                 del self.runs[call]
+        wait_for_death(self.learners, NODE_DEATH_WAIT_S)  # a lost node: until Ray knows it
         for actor in self.learners:
             self.ray.kill(actor, no_restart=True)
         if self.results.learner_restarts >= general.max_learner_restarts:
@@ -312,19 +317,26 @@ class RayRuntime:
     def _worker_died(self, index: int, error: RoleDied, events: RoleEvents) -> None:
         """Ray restarts a dead worker and retries its loop by itself (the DataServer counts the
         restart when it registers again); this error means it is gone for good."""
-        text = str(error)
-        if "creation task" in text or "__init__" in text:
-            events.log.append(
-                f"worker {index} could not start ({text}); the run goes on without it"
-            )
+        init_error = _init_error(error)
+        if init_error is not None:  # Ray does not restart an actor whose constructor raised
+            why = f"could not start: {init_error}"
         else:
             budget = self.cfg.general.max_worker_restarts
-            events.log.append(
-                f"worker {index} died past its restart budget ({budget}): the run goes on "
-                f"without it ({text})"
-            )
+            why = f"died past its restart budget ({budget}): {_plain(str(error))}"
+        events.log.append(f"worker {index} {why}; the run goes on without it")
+        self.drop_reasons[index] = why
         self.results.workers_dropped.append(index)
         self.results.steps_lost_with_workers += self.data_server.drop_worker(index).result(30)
+        if len(self.drop_reasons) == self.cfg.general.n_workers:
+            # One line for the run's end: what became of the workers, alike reasons merged.
+            by_reason: dict[str, list[str]] = {}
+            for worker, reason in sorted(self.drop_reasons.items()):
+                by_reason.setdefault(reason, []).append(str(worker))
+            events.failure = "no worker left: " + "; ".join(
+                f"worker{'s' if len(ids) > 1 else ''} {', '.join(ids)} {reason}"
+                for reason, ids in by_reason.items()
+            )
+            events.failure_reason = "no_workers_left"
 
     def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
         """Wait up to ``timeout_s`` for a role to end (or ``wake_on`` to answer); handle it."""
@@ -367,3 +379,22 @@ class RayRuntime:
             from ray.util.placement_group import remove_placement_group
 
             remove_placement_group(self.group)
+
+
+ANSI_ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _plain(text: str) -> str:
+    """Ray's first line of an error, without its terminal colours."""
+    lines = ANSI_ESCAPES.sub("", text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _init_error(error: RoleDied) -> str | None:
+    """The exception a role's constructor raised (its traceback's last line), if that is
+    why it died; None when it died otherwise."""
+    died = error.__cause__
+    if not getattr(died, "actor_init_failed", False):
+        return None
+    lines = [line for line in ANSI_ESCAPES.sub("", str(died)).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "its constructor raised"

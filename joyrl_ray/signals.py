@@ -1,23 +1,51 @@
-"""SIGINT and SIGTERM ask a run to stop cleanly; a second signal aborts at once.
+"""SIGINT and SIGTERM: stop cleanly, whenever they come, and exit with ``128 + signal``.
 
-The first signal only sets a flag: the driver then asks every role to stop, the learner
-hands in its final checkpoint and the summary is written, and the run exits with
-``128 + signal`` (130 for Ctrl-C, 143 for SIGTERM), as a shell reports a killed process.
-A second signal raises KeyboardInterrupt in the driver, which still tears Ray down.
+The command line installs one handler for the whole run (:func:`handling_signals`), and
+what a signal does depends on where the run is:
+
+- starting (checks, Ray starting, roles being created): nothing to save yet, so the
+  handler raises :class:`Interrupted` and the run unwinds, closing what it opened; the
+  command line prints one line and exits 130 (Ctrl-C) or 143 (SIGTERM), no traceback.
+- running (the driver loop): the first signal only sets a flag; the driver then asks every
+  role to stop, the learner hands in its final checkpoint and the summary is written. A
+  second signal stops the waiting for the roles: they are ended at once (the last
+  checkpoint written is kept).
+- finishing (summary, figures, Ray's teardown): signals are noted and otherwise ignored,
+  so that the teardown is not cut short and leaves no process behind.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+STARTING, RUNNING, FINISHING = "starting", "running", "finishing"
+
+
+class Interrupted(BaseException):
+    """A signal while the run was starting (a BaseException, as KeyboardInterrupt is, so
+    that no ``except Exception`` on the way swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 class StopSignals:
-    def __init__(self) -> None:
-        self.received: int | None = None
+    """Handlers for SIGINT and SIGTERM while it is entered (main thread only)."""
+
+    def __init__(self, phase: str = STARTING) -> None:
+        self.phase = phase
+        self.received: int | None = None  # the first signal
+        self.count = 0
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopSignals:
@@ -27,9 +55,16 @@ class StopSignals:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt
-        self.received = signum
+        self.count += 1
+        if self.received is None:
+            self.received = signum
+        if self.phase == STARTING:
+            raise Interrupted(signum)
+
+    @property
+    def urgent(self) -> bool:
+        """A second signal came: stop waiting for anything."""
+        return self.count > 1
 
     @property
     def exit_code(self) -> int | None:
@@ -42,3 +77,33 @@ class StopSignals:
     def __exit__(self, *exc: Any) -> None:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
+
+
+_active: StopSignals | None = None
+
+
+@contextmanager
+def handling_signals() -> Iterator[StopSignals]:
+    """The command line's handlers, for one whole run (see the module docstring)."""
+    global _active
+    with StopSignals(STARTING) as signals:
+        _active, outer = signals, _active
+        try:
+            yield signals
+        finally:
+            _active = outer
+
+
+@contextmanager
+def running() -> Iterator[StopSignals]:
+    """The driver loop's phase: the command line's handlers switched to running, or handlers
+    of its own when the run did not come from the command line (tests, the Python API)."""
+    if _active is None:
+        with StopSignals(RUNNING) as signals:
+            yield signals
+        return
+    _active.phase = RUNNING
+    try:
+        yield _active
+    finally:
+        _active.phase = FINISHING

@@ -127,6 +127,7 @@ class Worker:
             if isinstance(needs, RolloutNeeds) and self.on_policy
             else general.worker_chunk_steps
         )
+        self.env_error_count = 0  # _make_envs seeds injected env errors with it
         self.envs = self._make_envs()
         self.policy = spec.policy_cls(
             cfg.algo,
@@ -153,7 +154,6 @@ class Worker:
         self.report = WorkerReport(worker_id, 0)
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
-        self.env_error_count = 0
         self.failed_rebuilds = 0
         self.times = WorkerTimes()
         self.kills_due: list[int] = []
@@ -309,6 +309,7 @@ class Worker:
         next_obs, rewards, terminated, truncated, info = self.envs.step(
             self.policy.env_action(actions)
         )
+        self.failed_rebuilds = 0  # it stepped: an env that fails now and then, not every try
         done = terminated | truncated
         true_next = next_obs
         if done.any():
@@ -354,7 +355,6 @@ class Worker:
             return None
         finally:
             self.times.step_s += time.monotonic() - t0
-        self.failed_rebuilds = 0
         chunk = self.chunk.take()
         if self.cutter is not None:
             raw = chunk.pop(RAW_REWARDS)

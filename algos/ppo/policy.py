@@ -102,11 +102,29 @@ class PPOPolicy(Policy):
         terminated = np.asarray(batch["terminated"], dtype=bool)
         truncated = np.asarray(batch["truncated"], dtype=bool)
         if self.reward_scaler is not None:
-            rewards = self.reward_scaler(rewards, terminated | truncated)
+            rewards = self._scale_rewards(rewards, terminated | truncated)
         cfg = self.cfg
         return compute_gae(
             rewards, values, next_values, terminated, truncated, self.gamma, cfg.gae_lambda
         )
+
+    def _scale_rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """Rewards scaled by running statistics of the whole rollout, every learner's slice.
+
+        Data-parallel learners each hold an env slice of the rollout; the running return
+        statistics are updated with all slices (gathered in rank order, the order one
+        learner would see them in), so every learner scales alike and as one would.
+        """
+        assert self.reward_scaler is not None
+        parallel = self.parallel
+        if not parallel.active:
+            return self.reward_scaler(rewards, dones)
+        envs = rewards.shape[1]
+        local = torch.as_tensor(np.stack([rewards, dones.astype(np.float32)]), device=self.device)
+        everything = parallel.gather(local, dim=2).cpu().numpy()
+        scaled = self.reward_scaler(everything[0], everything[1] > 0.5)
+        start = parallel.rank * envs
+        return scaled[:, start : start + envs]
 
     def _update_lr(self) -> float:
         cfg = self.cfg
