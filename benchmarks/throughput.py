@@ -72,6 +72,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default="ray",
         help="niceness of the baselines: 'ray' (that of Ray's workers) or a number",
     )
+    parser.add_argument(
+        "--learner-only",
+        nargs="+",
+        metavar="DEVICE",
+        help="only the learner's updates/s, on each device (e.g. cpu cuda), side by side",
+    )
     parser.add_argument("--child", choices=("bare", "single"), help=argparse.SUPPRESS)
     parser.add_argument("overrides", nargs="*", help="section.key=value config overrides")
     args = parser.parse_args(argv)
@@ -166,7 +172,7 @@ def learner_alone(cfg: RunConfig, seconds: float) -> float:
         return float("nan")
     from joyrl_ray.learner import pick_device
 
-    torch.set_num_threads(max(1, int(cfg.general.learner_num_cpus)))
+    torch.set_num_threads(max(1, int(cfg.general.learner_num_cpus)))  # as the learner does
     obs_space, action_space = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
     policy = spec.policy_cls(cfg.algo, obs_space, action_space, pick_device(cfg.general.device))
     rows, rng = needs.batch_size, np.random.default_rng(0)
@@ -403,6 +409,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cfg = load_cfg(args, "general_cfg.mp_backend=single")
         print(json.dumps(single_backend(cfg, args.seconds, args.warmup)), flush=True)
         return {}
+    if args.learner_only:
+        out = {}
+        for device in args.learner_only:
+            rate = learner_alone(load_cfg(args, f"general_cfg.device={device}"), args.seconds)
+            out[device] = round(rate, 1)
+            print(f"learner alone on {device}: {rate:.1f} updates/s", flush=True)
+        print(json.dumps({"learner_updates_per_s": out}), flush=True)
+        return out
     cfg = load_cfg(args)
     print(
         f"{cfg.general.algo_name} on {cfg.env.id}: {os.cpu_count()} CPUs here, "

@@ -22,6 +22,11 @@ class EpisodeTracker:
         self.returns = np.zeros(n_envs)
         self.lengths = np.zeros(n_envs, dtype=np.int64)
 
+    def add(self, rewards: np.ndarray) -> None:
+        """Add one vector step in which no episode ended."""
+        self.returns += rewards
+        self.lengths += 1
+
     def step(self, rewards: np.ndarray, done: np.ndarray) -> list[tuple[int, float, int]]:
         """Add one vector step; returns ``(env, return, length)`` of each episode that ended."""
         self.returns += rewards

@@ -141,6 +141,7 @@ class Worker:
         self.folder = NStepFolder(self.n_envs, n_step, self.gamma)
         self.tracker = EpisodeTracker(self.n_envs)
         self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
+        self.clip_rewards = bool(cfg.env.clip_rewards)
         self.encoder = self._frame_encoder()
         self.chunk = _Chunk(self.chunk_len)
         self.obs: np.ndarray | None = None
@@ -311,15 +312,16 @@ class Worker:
         )
         self.failed_rebuilds = 0  # it stepped: an env that fails now and then, not every try
         done = terminated | truncated
+        any_done = bool(done.any())
         true_next = next_obs
-        if done.any():
+        if any_done:
             true_next = next_obs.copy()
             for i in np.flatnonzero(done):
                 true_next[i] = info["final_obs"][i]
         step = {
             OBS: self.obs,
             ACTIONS: actions,
-            REWARDS: learning_rewards(rewards, self.cfg.env),
+            REWARDS: learning_rewards(rewards, self.cfg.env) if self.clip_rewards else rewards,
             NEXT_OBS: true_next,
             TERMINATED: terminated,
             TRUNCATED: truncated,
@@ -332,6 +334,9 @@ class Worker:
         self.own_env_steps += self.n_envs
         self.total_env_steps += self.n_envs
         self.report.env_steps += self.n_envs
+        if not any_done:  # the common case: no episode ended
+            self.tracker.add(rewards)
+            return
         for _env, ret, length in self.tracker.step(rewards, done):
             self.report.episodes.append(
                 EpisodeReport(
