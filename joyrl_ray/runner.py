@@ -21,7 +21,7 @@ import yaml
 
 from algos import get_algorithm
 from envs.probe import probe_env
-from joyrl_ray import modes
+from joyrl_ray import modes, signals
 from joyrl_ray.bottleneck import judge
 from joyrl_ray.checkpoint import CheckpointStore
 from joyrl_ray.config import ConfigError, RunConfig
@@ -90,6 +90,7 @@ def run(
         requests = None
         if session is not None:
             session.wait()
+            signals.reinstall()  # ray.init set a SIGTERM handler that aborts the process
             nodes = alive_nodes()
             requests = make_requests(cfg.general, nodes, cfg.general.mode == "train")
             try:

@@ -54,6 +54,13 @@ class StopSignals:
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
+    def reinstall(self) -> None:
+        """Take the signals back from a handler set below Python since: Ray's core worker
+        installs one for SIGTERM in ``ray.init`` that aborts the process (exit -6)."""
+        if self._previous and threading.current_thread() is threading.main_thread():
+            for sig in HANDLED:
+                signal.signal(sig, self._handle)
+
     def _handle(self, signum: int, frame: Any) -> None:
         self.count += 1
         if self.received is None:
@@ -94,6 +101,12 @@ def handling_signals() -> Iterator[StopSignals]:
             _active = outer
 
 
+def reinstall() -> None:
+    """After Ray started: the command line's handlers again (see StopSignals.reinstall)."""
+    if _active is not None:
+        _active.reinstall()
+
+
 @contextmanager
 def running() -> Iterator[StopSignals]:
     """The driver loop's phase: the command line's handlers switched to running, or handlers
@@ -102,6 +115,7 @@ def running() -> Iterator[StopSignals]:
         with StopSignals(RUNNING) as signals:
             yield signals
         return
+    _active.reinstall()
     _active.phase = RUNNING
     try:
         yield _active

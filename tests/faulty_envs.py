@@ -1,0 +1,71 @@
+"""CartPole variants that fail on purpose, for the fault tests (``env_cfg.id=tests.faulty_envs:X``).
+
+They fail in the worker processes of a real run: the driver builds one env before anything
+starts (to read its spaces) and never steps it, so each of them gets past those checks.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.classic_control import CartPoleEnv
+
+
+class HangingEnv(CartPoleEnv):
+    """CartPole whose ``step`` blocks forever after ``hang_after`` steps of this env.
+
+    Before hanging it touches ``mark`` (when given), so a test knows when the run stalled.
+    """
+
+    def __init__(self, hang_after: int = 1000, mark: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hang_after = hang_after
+        self.mark = mark
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.steps > self.hang_after:
+            if self.mark:
+                Path(self.mark).write_text(f"{os.getpid()} {time.time()}\n")
+            threading.Event().wait()  # a simulator that stopped answering
+        return super().step(action)
+
+
+class BrokenStepEnv(CartPoleEnv):
+    """CartPole whose ``step`` always raises: an env that fails on every try."""
+
+    def step(self, action: Any) -> Any:
+        raise RuntimeError("simulator crashed: segment 7 out of bounds")
+
+
+def _in_ray_worker_actor() -> bool:
+    """Inside a Ray actor that was given CPUs: the run's Worker actors (the driver is no
+    actor, and the online evaluator and the DataServer ask for no CPU)."""
+    try:
+        import ray
+    except ImportError:
+        return False
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    if context.get_actor_id() is None:
+        return False
+    return context.get_assigned_resources().get("CPU", 0.0) > 0
+
+
+class DriverOnlyEnv(CartPoleEnv):
+    """CartPole that cannot be built in a worker process, as a simulator reachable from the
+    driver's host only (a licence server, a local path): the Worker's constructor fails."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        if _in_ray_worker_actor():
+            raise gym.error.Error(
+                "no simulator licence on this node (licence server 10.0.0.5:27000 unreachable)"
+            )
+        super().__init__(**kwargs)

@@ -1,0 +1,525 @@
+"""A real two-node Ray cluster on this machine: placement, no shared filesystem, ray job
+submit, and a node lost in the middle of a run.
+
+Two ``ray start --block`` processes, each in its own process group (session), with its own
+temp dir and working directory: the head (127.0.0.1, 2 CPUs, custom resource ``head``,
+dashboard on for the job API) and a second node (127.0.0.2, 1 CPU, custom resource
+``node2``). Token authentication is on, as ``ray start --head`` turns it on where a token
+exists. The driver (main.py) runs from this machine with ``ray_address=127.0.0.1:<port>``,
+so it attaches to the head node; the second node shares nothing with it but the network.
+
+Every process of both nodes is recorded while they run (Ray's workers start in sessions of
+their own, outside the node's process group) and killed at the end; the last test checks
+that nothing of either node is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from runtime_procs import (
+    ROOT,
+    TrackedRun,
+    alive,
+    descendants,
+    free_port,
+    main_env,
+    ray_procs,
+    task_dirs,
+    wait_gone,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+START_TIMEOUT_S = 180
+NODE2_IP = "127.0.0.2"  # all of 127/8 is loopback: the second node gets an address of its own
+TASK_FILES = ("*.pt", "events.out.tfevents*", "summary.json", "progress.csv")
+
+
+class RayNode:
+    """One ``ray start ... --block`` in its own session, started from its own directory."""
+
+    def __init__(self, name: str, root: Path, args: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        self.cwd = root / f"{name}_cwd"
+        self.temp_dir = root / f"{name}_ray"
+        self.cwd.mkdir()
+        self.log_path = root / f"{name}.log"
+        self.log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ray.scripts.scripts",
+                "start",
+                *args,
+                f"--temp-dir={self.temp_dir}",
+                f"--dashboard-agent-listen-port={free_port()}",
+                "--block",
+            ],
+            cwd=self.cwd,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.seen: dict = {}
+
+    def log_text(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text()
+
+    def track(self) -> None:
+        """Record every process below ``ray start`` now (raylet, agents, workers)."""
+        if self.proc.poll() is None:
+            self.seen.update(descendants(self.proc.pid))
+
+    def wait_started(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            self.track()
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited early:\n{self.log_text()[-3000:]}")
+            if "will now block" in self.log_text():
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"{self.name} not up in {START_TIMEOUT_S} s:\n{self.log_text()}")
+
+    def kill(self) -> dict:
+        """SIGKILL the node's process group and every process it started, as when its machine
+        is lost; returns what is still alive after 10 s (nothing, normally)."""
+        self.track()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for proc in self.seen:
+            if alive(proc):
+                try:
+                    os.kill(proc[0], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if self.proc.poll() is None:
+            self.proc.wait(10)
+        return wait_gone(self.seen, timeout=10)
+
+
+class TwoNodes:
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="jrm", dir="/tmp"))  # short: socket paths
+        self.token = self.root / "token"
+        self.token.write_text(secrets.token_hex(32))
+        self.port, self.dashboard_port = free_port(), free_port()
+        env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token))
+        env.pop("RAY_AUTH_TOKEN", None)
+        self.cli_env = env
+        self.head = RayNode(
+            "head",
+            self.root,
+            [
+                "--head",
+                "--node-ip-address=127.0.0.1",
+                f"--port={self.port}",
+                f"--ray-client-server-port={free_port()}",
+                "--include-dashboard=true",  # `ray job submit` talks to the dashboard's HTTP
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={self.dashboard_port}",
+                "--num-cpus=2",
+                '--resources={"head": 1}',
+            ],
+            env,
+        )
+        self.nodes = [self.head]
+
+    def start_node2(self) -> None:
+        self.node2 = RayNode(
+            "node2",
+            self.root,
+            [
+                f"--address=127.0.0.1:{self.port}",
+                f"--node-ip-address={NODE2_IP}",
+                "--num-cpus=1",
+                '--resources={"node2": 1}',
+            ],
+            self.cli_env,
+        )
+        self.nodes.append(self.node2)
+        self.node2.wait_started()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def driver_env(self) -> dict[str, str]:
+        """A user's shell on a machine holding the token file."""
+        env = main_env(RAY_AUTH_TOKEN_PATH=str(self.token))
+        env.pop("RAY_AUTH_MODE", None)
+        env.pop("RAY_AUTH_TOKEN", None)
+        return env
+
+    def track(self) -> None:
+        for node in self.nodes:
+            node.track()
+
+    def stop(self) -> dict:
+        left: dict = {}
+        for node in reversed(self.nodes):
+            left.update(node.kill())
+            node.log.close()
+        return left
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    nodes = TwoNodes()
+    try:
+        nodes.head.wait_started()
+        nodes.start_node2()
+        yield nodes
+    finally:
+        nodes.stop()
+        shutil.rmtree(nodes.root, ignore_errors=True)
+
+
+def _args(cluster: TwoNodes, tasks: Path, *extra: str) -> list[str]:
+    return [
+        f"general_cfg.ray_address={cluster.address}",
+        "general_cfg.save_fig=false",
+        "general_cfg.progress=false",
+        f"general_cfg.tasks_dir={tasks}",
+        *extra,
+    ]
+
+
+def _main(cluster: TwoNodes, *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "main.py"), *args],
+        cwd=ROOT,
+        env=cluster.driver_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        cluster.track()  # the run's actors, for the final check that none is left
+        time.sleep(0.5)
+    if proc.poll() is None:
+        proc.kill()
+    out, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _summary(task: Path) -> dict:
+    return json.loads((task / "results" / "summary.json").read_text())
+
+
+def _node_ids(summary: dict) -> tuple[str, str]:
+    """(head node id, second node id) from the summary's node list."""
+    nodes = summary["placement"]["nodes"]
+    (head,) = [n["node_id"] for n in nodes if n["head"]]
+    (node2,) = [n["node_id"] for n in nodes if n["resources"].get("node2")]
+    return head, node2
+
+
+def _job_actors(cluster: TwoNodes) -> list[str]:
+    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::OnlineEvaluator")
+    return [
+        c for n in cluster.nodes for c in descendants(n.proc.pid).values() if c.startswith(names)
+    ]
+
+
+# ----- placement checks that stop the run before anything starts -----
+
+
+@pytest.mark.parametrize(
+    ("override", "says"),
+    [
+        ("general_cfg.learner_resources={nowhere: 1}", "no node has 'nowhere'"),
+        ("general_cfg.learner_num_cpus=3", "the largest node"),
+    ],
+)
+def test_a_request_no_node_can_hold_is_one_line_before_anything_starts(
+    cluster, tmp_path, override, says
+):
+    proc = _main(cluster, *_args(cluster, tmp_path, override), timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: each learner asks for"), proc.stderr
+    assert says in lines[0], lines[0]
+    assert task_dirs(tmp_path) == []
+    assert _job_actors(cluster) == []
+
+
+# ----- the learner on the second node: models/ still on the driver -----
+
+
+@pytest.fixture(scope="module")
+def learner_on_node2(cluster, tmp_path_factory):
+    """A short run with the learner pinned to the second node, one worker on the head."""
+    tasks = tmp_path_factory.mktemp("tasks")
+    proc = _main(
+        cluster,
+        *_args(
+            cluster,
+            tasks,
+            "general_cfg.learner_resources={node2: 1}",
+            "general_cfg.n_workers=1",
+            "general_cfg.max_env_steps=2000",
+            "general_cfg.model_save_fre=300",
+            "general_cfg.online_eval_episode=2",
+            "algo_cfg.learn_start=200",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (task,) = task_dirs(tasks)
+    assert proc.stdout.strip().splitlines()[-1] == str(task)
+    return task
+
+
+def test_learner_pinned_to_the_second_node_still_writes_models_on_the_driver(learner_on_node2):
+    task = learner_on_node2
+    summary = _summary(task)
+    head, node2 = _node_ids(summary)
+    roles = summary["placement"]["roles"]
+    assert roles["learner 0"]["node_id"] == node2 and roles["learner 0"]["ip"] == NODE2_IP
+    # The DataServer sits on the driver's node (the head: this machine's raylet).
+    assert roles["data server"]["node_id"] == head
+    assert roles["worker 0"]["node_id"] == head  # the learner holds node 2's only CPU
+    assert summary["placement"]["cluster"] == "2 nodes, 3 CPUs, 0 GPUs"
+    assert summary["nodes_lost"] == 0
+    # The same task directory as a local run, all of it written by the driver.
+    assert (task / "models" / "last.pt").is_file() and (task / "models" / "best.pt").is_file()
+    assert list((task / "logs").glob("events.out.tfevents*"))
+    for name in ("episodes.csv", "evals.csv", "progress.csv"):
+        assert (task / "results" / name).is_file(), name
+    assert (task / "config.yaml").is_file()
+    log = (task / "logs" / "log.txt").read_text()
+    (line,) = [x for x in log.splitlines() if " cluster: " in x]
+    assert "cluster: 2 nodes, 3 CPUs, 0 GPUs;" in line and f"{NODE2_IP}: learner 0" in line
+    assert "data server" in line and "worker 0" in line
+
+
+def test_test_mode_runs_from_that_task_directory(cluster, learner_on_node2, tmp_path):
+    proc = _main(
+        cluster,
+        *_args(
+            cluster,
+            tmp_path,
+            "general_cfg.mode=test",
+            f"general_cfg.load_path={learner_on_node2}",
+            "general_cfg.max_episode=2",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (task,) = task_dirs(tmp_path)
+    summary = _summary(task)
+    assert summary["mode"] == "test" and summary["episodes"] == 2
+    assert summary["loaded_checkpoint"] == str(learner_on_node2 / "models" / "best.pt")
+
+
+def test_resume_from_that_task_directory_on_the_second_node(cluster, learner_on_node2, tmp_path):
+    before = _summary(learner_on_node2)
+    proc = _main(
+        cluster,
+        "--yaml",
+        str(learner_on_node2 / "config.yaml"),
+        *_args(
+            cluster,
+            tmp_path,
+            "general_cfg.load_checkpoint=true",
+            f"general_cfg.load_path={learner_on_node2}",
+            "general_cfg.max_env_steps=3000",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (task,) = task_dirs(tmp_path)
+    summary = _summary(task)
+    assert summary["resumed_from"] == str(learner_on_node2)
+    assert summary["env_steps"] >= 3000 > before["env_steps"]
+    assert summary["updates"] > before["updates"]
+    _, node2 = _node_ids(summary)
+    assert summary["placement"]["roles"]["learner 0"]["node_id"] == node2
+    assert (task / "models" / "last.pt").is_file()
+
+
+def _task_files(folder: Path, names: list[str]) -> list[Path]:
+    found = [p for pattern in TASK_FILES for p in folder.rglob(pattern)]
+    found += [p for p in folder.rglob("*") if any(name in p.name for name in names)]
+    return found
+
+
+def test_no_actor_wrote_task_files_on_either_node(cluster, learner_on_node2):
+    """Only the driver writes the task directory: not the learner on node 2, whose working
+    directory is the runtime_env copy in node 2's temp dir, and not the head's actors."""
+    names = [learner_on_node2.name]
+    for node in cluster.nodes:
+        for folder in (node.cwd, node.temp_dir):
+            assert _task_files(folder, names) == [], (node.name, folder)
+    copies = list((cluster.node2.temp_dir).rglob("working_dir_files/*/main.py"))
+    assert copies, "node 2 ran the project from its runtime_env copy"
+
+
+# ----- ray job submit -----
+
+
+def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
+    address = f"http://127.0.0.1:{cluster.dashboard_port}"
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts", "job"]
+    submit = subprocess.run(
+        [
+            *ray_cli,
+            "submit",
+            f"--address={address}",
+            f"--working-dir={ROOT}",
+            "--",
+            "python",
+            "main.py",
+            "general_cfg.ray_address=auto",
+            "general_cfg.n_workers=1",
+            "general_cfg.max_env_steps=800",
+            "general_cfg.online_eval=false",
+            "general_cfg.save_fig=false",
+            "general_cfg.progress=false",
+            "algo_cfg.learn_start=200",
+        ],
+        cwd=cluster.root,
+        env=cluster.cli_env,  # RAY_AUTH_MODE=token and the token, as the README says
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
+    (job_id,) = set(re.findall(r"raysubmit_\w+", submit.stdout + submit.stderr))
+    logs = subprocess.run(
+        [*ray_cli, "logs", f"--address={address}", job_id],
+        env=cluster.cli_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert logs.returncode == 0, logs.stderr
+    # The task directory is the run's last line, inside the job's working_dir copy on the head.
+    (path,) = re.findall(r"^(/\S+/tasks/Train_CartPole-v1_DQN_[\d-]+)$", logs.stdout, re.M)
+    task = Path(path)
+    assert task.is_relative_to(cluster.head.temp_dir) and "working_dir_files" in task.parts
+    assert "this run is a Ray job" in logs.stdout  # the warning to set tasks_dir
+    summary = _summary(task)
+    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 800
+    assert (task / "models" / "last.pt").is_file()
+    assert summary["placement"]["roles"]["data server"]["node_id"] == _node_ids(summary)[0]
+
+
+# ----- losing the second node in the middle of a run (last: node 2 is gone after it) -----
+
+
+def _wait_for(run: TrackedRun, cluster: TwoNodes, tasks: Path, ready, what: str, timeout: float):
+    """What ``ready(task dir)`` returns once it is not None, while the run goes on."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.poll_tree()
+        cluster.track()
+        assert run.proc.poll() is None, f"main.py exited early\n{run.stderr[-3000:]}"
+        dirs = task_dirs(tasks)
+        if dirs and (found := ready(dirs[0])) is not None:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"no {what} within {timeout} s\n{run.stderr[-3000:]}")
+
+
+def _read(path: Path) -> str:
+    """The file's text, or "" while the run has not created it yet."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def _worker_on_node2(task: Path) -> int | None:
+    log = _read(task / "logs" / "log.txt")
+    match = re.search(rf"cluster: .*; {re.escape(NODE2_IP)}: ([^;]*)", log)
+    if match is None:
+        return None
+    workers = re.findall(r"worker (\d+)", match.group(1))
+    assert workers, f"no worker spread to node 2: {match.group(0)}"
+    return int(workers[0])
+
+
+def _env_steps_past(steps: int):
+    def ready(task: Path) -> bool | None:
+        rows = _read(task / "results" / "progress.csv").splitlines()
+        return True if len(rows) > 1 and int(rows[-1].split(",")[1]) >= steps else None
+
+    return ready
+
+
+def test_losing_the_second_node_mid_run_still_solves_cartpole(cluster, tmp_path):
+    run = TrackedRun(
+        (
+            "--yaml",
+            str(ROOT / "configs" / "cartpole_dqn.yaml"),
+            *_args(
+                cluster,
+                tmp_path,
+                "general_cfg.n_workers=2",
+                "general_cfg.worker_num_cpus=0.5",  # room on the head for a restarted worker
+                "general_cfg.learner_resources={head: 1}",
+                "general_cfg.seed=1",
+                "general_cfg.reward_threshold=475",
+                "general_cfg.max_env_steps=80000",
+            ),
+        ),
+        env=cluster.driver_env(),
+        log_dir=tmp_path,
+    )
+    try:
+        # Workers spread over the nodes by default: one of the two lands on node 2.
+        lost = _wait_for(run, cluster, tmp_path, _worker_on_node2, "cluster line", 240)
+        _wait_for(run, cluster, tmp_path, _env_steps_past(3000), "3000 env steps", 240)
+        assert cluster.node2.kill() == {}
+        code = run.wait(timeout=600)
+        assert code == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    (task,) = task_dirs(tmp_path)
+    summary = _summary(task)
+    assert summary["stop_reason"] == "reward_threshold" and summary["solved"]
+    assert max(e["return_mean"] for e in summary["eval_history"]) >= 475
+    assert summary["env_steps"] <= 80000 + 2 * 64
+    # The worker that was on node 2 was restarted on the head, and the summary counts it.
+    head, node2 = _node_ids(summary)
+    assert summary["worker_restarts_by_worker"].get(str(lost), 0) >= 1
+    assert summary["worker_restarts"] >= 1 and summary["workers_dropped"] == []
+    assert summary["placement"]["roles"][f"worker {lost}"]["node_id"] == head
+    assert summary["nodes_lost"] == 1 and summary["placement"]["nodes_lost"] == [NODE2_IP]
+    assert summary["learner_restarts"] == 0
+    dropped = summary["transitions_dropped"]
+    assert summary["transitions_collected"] == summary["transitions_stored"] + sum(dropped.values())
+    log = (task / "logs" / "log.txt").read_text()
+    restarted = re.findall(
+        rf"worker {lost} was restarted on \S+ \(restart \d+\); (\d+) env steps", log
+    )
+    assert restarted, log
+    # Steps the worker had counted but not yet delivered (n-step folding) died with it.
+    assert sum(map(int, restarted)) == dropped.get("lost_with_worker", 0)
+    assert f"nodes lost during the run: {NODE2_IP}" in log
+
+
+def test_stopping_both_nodes_leaves_no_ray_process(cluster):
+    cluster.track()
+    assert any("gcs_server" in c for c in cluster.head.seen.values())
+    assert any("raylet" in c for n in cluster.nodes for c in n.seen.values())
+    left = cluster.stop()
+    assert left == {}, left
+    ours = [c for c in ray_procs().values() if str(cluster.root) in c]
+    assert ours == [], ours

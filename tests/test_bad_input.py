@@ -1,0 +1,359 @@
+"""Malformed input through ``python main.py``: exit 2, one ``error:`` line, nothing started.
+
+Each case of the table is run as a user runs it (a subprocess of ``main.py``) and must end
+with exit code 2 and exactly one line on stderr, starting ``error:``, that names the key or
+value at fault (``named``) and what is allowed instead (``allowed``), with no traceback and
+no task directory created. The cases that fail during the config checks run side by side
+(each is mostly Python start-up); the few that need Ray started to know the cluster's
+resources are slow-marked.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import ROOT, run_main
+
+CARTPOLE_DQN = str(ROOT / "configs" / "cartpole_dqn.yaml")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: Callable[[Path], list[str]]  # main.py arguments; files live under the given folder
+    named: str  # regex: the key or value at fault
+    allowed: str  # regex: what is allowed instead
+
+    def argv(self, files: Path) -> list[str]:
+        return self.args(files)
+
+
+def fixed(*args: str) -> Callable[[Path], list[str]]:
+    return lambda _files: list(args)
+
+
+def yaml_file(name: str, text: str) -> Callable[[Path], list[str]]:
+    def args(files: Path) -> list[str]:
+        path = files / name
+        path.write_text(text)
+        return ["--yaml", str(path)]
+
+    return args
+
+
+def task_with_checkpoint(name: str, write: Callable[[Path], None]) -> Callable[[Path], list[str]]:
+    """A task directory (outside tasks_dir) whose models/last.pt ``write`` makes."""
+
+    def args(files: Path) -> list[str]:
+        models = files / name / "models"
+        models.mkdir(parents=True)
+        write(models / "last.pt")
+        return [
+            "--yaml",
+            CARTPOLE_DQN,
+            "general_cfg.load_checkpoint=true",
+            f"general_cfg.load_path={files / name}",
+        ]
+
+    return args
+
+
+def _foreign(path: Path) -> None:
+    torch.save({"model": {"weight": torch.zeros(3, 3)}, "step": 7}, path)
+
+
+def _truncated(path: Path) -> None:
+    buffer = path.with_suffix(".full")
+    torch.save({"policy": {"q": torch.zeros(256, 256)}, "algo_name": "DQN"}, buffer)
+    data = buffer.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    buffer.unlink()
+
+
+def _other_network(path: Path) -> None:
+    """A joyrl-ray checkpoint layout whose network is not the one configured."""
+    policy = {"updates": 10, "q_net": {"0.weight": torch.zeros(8, 4)}}
+    torch.save({"algo_name": "DQN", "policy": policy, "counters": {"updates": 10}}, path)
+
+
+def _other_algo(path: Path) -> None:
+    torch.save({"algo_name": "PPO", "policy": {"updates": 10}, "counters": {"updates": 10}}, path)
+
+
+def _load_path_file(files: Path) -> list[str]:
+    path = files / "a_file.pt"
+    path.write_bytes(b"not a directory")
+    return ["general_cfg.load_checkpoint=true", f"general_cfg.load_path={path}"]
+
+
+CASES = [
+    # keys and sections
+    Case(
+        "unknown_key",
+        fixed("general_cfg.sed=1"),
+        r"general_cfg\.sed\b",
+        r"did you mean general_cfg\.seed\?",
+    ),
+    Case(
+        "unknown_algo_key",
+        fixed("algo_cfg.learning_rate=0.1"),
+        r"algo_cfg\.learning_rate",
+        r"allowed: .*\blr\b",
+    ),
+    Case(
+        "unknown_section",
+        fixed("train_cfg.seed=1"),
+        r"train_cfg",
+        r"general_cfg, algo_cfg, env_cfg",
+    ),
+    Case(
+        "unknown_section_in_yaml",
+        yaml_file("section.yaml", "general:\n  seed: 1\n"),
+        r"\bgeneral\b",
+        r"general_cfg, algo_cfg, env_cfg",
+    ),
+    Case(
+        "unknown_key_in_yaml",
+        yaml_file("typo.yaml", "algo_cfg:\n  epsilon_decy: 500\n"),
+        r"algo_cfg\.epsilon_decy",
+        r"did you mean algo_cfg\.epsilon_decay",
+    ),
+    Case("override_without_section", fixed("seed=1"), r"'seed=1'", r"section\.key=value"),
+    Case(
+        "override_without_value",
+        fixed("general_cfg.seed"),
+        r"general_cfg\.seed",
+        r"section\.key=value",
+    ),
+    # types
+    Case(
+        "int_given_a_word",
+        fixed("general_cfg.n_workers=two"),
+        r"general_cfg\.n_workers",
+        r"converted to Integer",
+    ),
+    Case(
+        "bool_given_a_word",
+        fixed("general_cfg.online_eval=maybe"),
+        r"general_cfg\.online_eval",
+        r"not a valid bool",
+    ),
+    Case("float_given_a_list", fixed("algo_cfg.lr=[1,2]"), r"algo_cfg\.lr", r"converted to Float"),
+    # ranges
+    Case("gamma_above_1", fixed("algo_cfg.gamma=1.5"), r"algo_cfg\.gamma=1\.5", r"0 <= gamma <= 1"),
+    Case("negative_lr", fixed("algo_cfg.lr=-1"), r"algo_cfg\.lr=-1", r"0 < lr"),
+    Case(
+        "epsilon_start_above_1",
+        fixed("algo_cfg.epsilon_start=1.5"),
+        r"algo_cfg\.epsilon_start=1\.5",
+        r"0 <= epsilon_start <= 1",
+    ),
+    Case(
+        "epsilon_end_below_0",
+        fixed("algo_cfg.epsilon_end=-0.1"),
+        r"algo_cfg\.epsilon_end=-0\.1",
+        r"0 <= epsilon_end <= 1",
+    ),
+    Case("n_learners_0", fixed("general_cfg.n_learners=0"), r"general_cfg\.n_learners=0", r">= 1"),
+    Case(
+        "stall_timeout_0",
+        fixed("general_cfg.stall_timeout_s=0"),
+        r"general_cfg\.stall_timeout_s=0",
+        r"> 0",
+    ),
+    Case(
+        "env_error_rate_1",
+        fixed("general_cfg.fault_injection.env_error_rate=1.0"),
+        r"env_error_rate=1\.0",
+        r"0 <= env_error_rate < 1",
+    ),
+    Case(
+        "mode_unknown",
+        fixed("general_cfg.mode=play"),
+        r"general_cfg\.mode='play'",
+        r"allowed: train, test",
+    ),
+    # cross-field rules
+    Case(
+        "batch_larger_than_buffer",
+        fixed("algo_cfg.batch_size=512", "algo_cfg.buffer_size=256"),
+        r"algo_cfg\.batch_size=512",
+        r"batch_size <= buffer_size",
+    ),
+    Case(
+        "batch_not_divisible_by_learners",
+        fixed("general_cfg.n_learners=3"),
+        r"algo_cfg\.batch_size=64.*n_learners=3",
+        r"divisible by n_learners",
+    ),
+    Case(
+        "single_backend_with_2_learners",
+        fixed("general_cfg.mp_backend=single", "general_cfg.n_learners=2"),
+        r"general_cfg\.n_learners=2",
+        r"mp_backend=ray.*allowed with single: 1",
+    ),
+    Case(
+        "test_mode_without_load_path",
+        fixed("general_cfg.mode=test"),
+        r"general_cfg\.mode=test",
+        r"needs general_cfg\.load_path",
+    ),
+    # yaml files
+    Case(
+        "yaml_is_a_list",
+        yaml_file("list.yaml", "- general_cfg\n- algo_cfg\n"),
+        r"list\.yaml",
+        r"a mapping with sections general_cfg, algo_cfg, env_cfg",
+    ),
+    Case(
+        "yaml_with_tabs",
+        yaml_file("tabs.yaml", "general_cfg:\n\tseed: 1\n"),
+        r"tabs\.yaml.*line 2",
+        r"indent yaml with spaces, not tabs",
+    ),
+    Case(
+        "yaml_section_not_a_mapping",
+        yaml_file("flat.yaml", "general_cfg: 5\n"),
+        r"section general_cfg",
+        r"must be a mapping",
+    ),
+    Case(
+        "yaml_missing",
+        fixed("--yaml", "/nonexistent/joyrl/nope.yaml"),
+        r"nope\.yaml",
+        r"no such file",
+    ),
+    # checkpoints
+    Case(
+        "load_path_is_a_file",
+        _load_path_file,
+        r"general_cfg\.load_path=.*a_file\.pt",
+        r"is a file, not a task directory; allowed: a task directory",
+    ),
+    Case(
+        "foreign_checkpoint",
+        task_with_checkpoint("foreign", _foreign),
+        r"foreign/models/last\.pt",
+        r"a joyrl-ray checkpoint holds algo_name, policy",
+    ),
+    Case(
+        "truncated_checkpoint",
+        task_with_checkpoint("truncated", _truncated),
+        r"truncated/models/last\.pt.*truncated",
+        r"allowed: models/last\.pt, best\.pt or <update>\.pt",
+    ),
+    Case(
+        "checkpoint_of_another_network",
+        task_with_checkpoint("other_net", _other_network),
+        r"other_net/models/last\.pt",
+        r"does not fit this env_cfg / algo_cfg.*--yaml .*config\.yaml",
+    ),
+    Case(
+        "checkpoint_of_another_algo",
+        task_with_checkpoint("other_algo", _other_algo),
+        r"algo 'PPO'.*algo_name='DQN'",
+        r"set it to match",
+    ),
+    # algorithms and envs
+    Case("unknown_algo", fixed("general_cfg.algo_name=Foo"), r"\bFoo\b", r"DQN.*PPO|PPO.*DQN"),
+    Case(
+        "sac_on_cartpole",
+        fixed("general_cfg.algo_name=SAC"),
+        r"general_cfg\.algo_name=SAC.*Discrete",
+        r"supports: Box",
+    ),
+    Case(
+        "dqn_on_pendulum",
+        fixed("env_cfg.id=Pendulum-v1"),
+        r"general_cfg\.algo_name=DQN.*Box",
+        r"supports: Discrete",
+    ),
+    Case(
+        "unknown_env_id",
+        fixed("env_cfg.id=CartPol-v1"),
+        r"env_cfg\.id='CartPol-v1'",
+        r"did you mean CartPole-v1",
+    ),
+    Case(
+        "env_kwargs_not_taken",
+        fixed("env_cfg.kwargs={gravity: 3}"),
+        r"env_cfg\.id='CartPole-v1'.*gravity",
+        r"does not take these env_cfg\.kwargs",
+    ),
+    Case(
+        "bad_ray_address",
+        fixed("general_cfg.ray_address=127.0.0.1:1"),
+        r"127\.0\.0\.1:1",
+        r"ray start --head|auto|host:port",
+    ),
+]
+
+# Need a Ray started to know the cluster's resources: seconds each, so slow-marked.
+RAY_CASES = [
+    Case(
+        "learner_gpu_on_a_cpu_machine",
+        fixed("general_cfg.learner_num_gpus=1"),
+        r"learner asks for .*1 GPU",
+        r"largest node \(.*\) has .*\b0 GPU|largest node .* has none",
+    ),
+    Case(
+        "worker_resource_no_node_has",
+        fixed("general_cfg.worker_resources={gpu_node: 1}"),
+        r"worker asks for .*1 gpu_node",
+        r"no node has 'gpu_node'|largest node .* has none",
+    ),
+]
+
+
+def run_case(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    files, tasks = root / case.id / "files", root / case.id / "tasks"
+    files.mkdir(parents=True)
+    argv = [*case.argv(files), f"general_cfg.tasks_dir={tasks}", "general_cfg.progress=false"]
+    return run_main(*argv, timeout=120), tasks
+
+
+@pytest.fixture(scope="module")
+def fast_results(tmp_path_factory):
+    """Every fast case, run side by side once (they are mostly interpreter start-up)."""
+    root = tmp_path_factory.mktemp("bad_input")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {case.id: pool.submit(run_case, case, root) for case in CASES}
+        return {key: future.result() for key, future in futures.items()}
+
+
+def check_refused(case: Case, result: subprocess.CompletedProcess[str], tasks: Path) -> None:
+    err = result.stderr.strip()
+    shown = f"exit {result.returncode}\nstdout: {result.stdout[-2000:]}\nstderr: {err[-3000:]}"
+    assert "Traceback" not in result.stderr, shown
+    assert result.returncode == 2, shown
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), shown
+    assert re.search(case.named, lines[0]), f"{case.named!r} not in: {lines[0]}"
+    assert re.search(case.allowed, lines[0]), f"{case.allowed!r} not in: {lines[0]}"
+    assert not tasks.exists() or not any(tasks.iterdir()), list(tasks.iterdir())
+
+
+def test_the_table_covers_enough_cases():
+    ids = [c.id for c in CASES + RAY_CASES]
+    assert len(set(ids)) == len(ids) >= 25
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_refused_in_one_line(case: Case, fast_results) -> None:
+    check_refused(case, *fast_results[case.id])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", RAY_CASES, ids=[c.id for c in RAY_CASES])
+def test_requests_no_node_can_hold_are_refused_before_any_actor_starts(
+    case: Case, tmp_path: Path
+) -> None:
+    check_refused(case, *run_case(case, tmp_path))
