@@ -99,7 +99,11 @@ class _Chunk:
         return self.t >= self.length
 
     def take(self) -> Batch:
-        columns, self.columns, self.t = self.columns, {}, 0
+        """The steps written so far (all ``length`` of them unless cut short)."""
+        columns, t = self.columns, self.t
+        self.columns, self.t = {}, 0
+        if t < self.length:
+            columns = {key: value[:t] for key, value in columns.items()}
         return columns
 
 
@@ -187,16 +191,29 @@ class Worker:
         seeds = [derive_seed(seed, "env", self.worker_id, i, *stream) for i in range(self.n_envs)]
         self.obs, _ = self.envs.reset(seed=seeds if seed else None)
 
-    def _recover_from_env_error(self, exc: Exception) -> None:
-        """Rebuild the envs; drop (and count) this chunk's steps and the running episodes."""
+    def _recover_from_env_error(self, exc: Exception) -> Batch | None:
+        """Rebuild the envs and go on; returns the chunk's steps taken before the error.
+
+        Off-policy, those steps are real transitions: they are kept, cut off as truncated
+        episodes (bootstrapping from their last observation, as at a time limit). On-policy
+        a rollout must be whole, so its steps are dropped and counted. The running
+        episodes are not reported (they did not end) and their trajectories are dropped.
+        """
         self.env_error_count += 1
         where = "reset" if self.obs is None else "step"
         text = f"worker {self.worker_id}: env {where} raised {first_line(exc)}"
         self.report.env_errors.append(text)
-        dropped = self.chunk.t * self.n_envs + self.folder.reset()
+        kept: Batch | None = None
+        dropped = 0
+        if self.replay is not None and self.chunk.t > 0:
+            kept = self.chunk.take()
+            kept.pop(RAW_REWARDS, None)
+            kept[TRUNCATED][-1] = True  # every env's episode ends here for the n-step fold
+        else:
+            dropped = self.chunk.t * self.n_envs + self.folder.reset()
+            self.chunk.take()
         if dropped:
             self.report.dropped["env_error"] = self.report.dropped.get("env_error", 0) + dropped
-        self.chunk.take()
         self.tracker.reset()
         if self.cutter is not None:
             self.cutter.reset()
@@ -213,9 +230,10 @@ class Worker:
                 "times it was rebuilt"
             )
             self.stop = True
-            return
+            return kept
         self.obs = None
         self.envs = self._make_envs()
+        return kept
 
     # ----- weights and acknowledgements -----
     def _take_weights(self, weights: Weights | None, *, now: bool) -> None:
@@ -350,14 +368,13 @@ class Worker:
             )
 
     def _collect(self) -> Batch | None:
-        """Step until the chunk is full; None if an env error cut it short."""
+        """Step until the chunk is full; after an env error, what it kept (maybe None)."""
         t0 = time.monotonic()
         try:
             while not self.chunk.full:
                 self._step()
         except Exception as exc:  # any env failure: rebuild and go on (see module doc)
-            self._recover_from_env_error(exc)
-            return None
+            return self._recover_from_env_error(exc)
         finally:
             self.times.step_s += time.monotonic() - t0
         chunk = self.chunk.take()
@@ -383,8 +400,11 @@ class Worker:
         self._take_weights(None, now=False)
         version = self.weights_version
         chunk = self._collect()
-        if self.stop:  # the env kept failing: report it and stop
-            self._push(None)
+        if self.stop:  # the env kept failing: report it (and what it kept) and stop
+            if chunk is not None:
+                self._push_transitions(chunk)
+            else:
+                self._push(None)
             return False
         if chunk is None:
             return True

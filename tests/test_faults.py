@@ -193,7 +193,10 @@ def test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged(tmp_
         assert code == 0, run.stderr[-3000:]
         assert_solved(summary)
         assert summary["env_errors"] > 0
-        assert summary["transitions_dropped"]["env_error"] > 0
+        # The steps taken before each error are real transitions and are kept (cut off as
+        # truncated); only a chunk that failed on its first step leaves steps to drop.
+        dropped = summary["transitions_dropped"].get("env_error", 0)
+        assert dropped < 0.02 * summary["transitions_collected"], summary["transitions_dropped"]
         first = summary["first_env_error"]
         assert "InjectedEnvError" in first and "env_error_rate=0.01" in first, first
         assert first in log_text(task)
