@@ -45,7 +45,10 @@ from joyrl_ray.runtimes import LearnerSetup, LocalRuntime, RayRuntime, RoleResul
 from joyrl_ray.task_dir import TaskDir, create_task_dir
 from joyrl_ray.video import record_video
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK = 0
+# Stops that a resume from the last checkpoint gets past (an env that fails, or workers that
+# cannot start, would fail again: no resume command for those).
+RESUMABLE_STOPS = ("data_server_failed", "learner_failed", "stalled", "interrupted")
 
 
 @dataclass
@@ -364,7 +367,7 @@ def _summary(
         and recorder.eval_history
         and max(e["return_mean"] for e in recorder.eval_history) >= threshold
     )
-    if outcome.exit_code == EXIT_FAILED and train:
+    if train and summary["stop_reason"] in RESUMABLE_STOPS:
         summary["resume_command"] = resume_command(recorder.task.root)
     return summary
 
