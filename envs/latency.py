@@ -1,0 +1,36 @@
+"""An env that takes a fixed wall time per step, for measuring what limits a run.
+
+Real envs (a simulator, a robot, a game server) often cost milliseconds per step, while
+CartPole costs microseconds; with the fast env alone a benchmark would measure the
+runtime's overheads, not whether more workers help. :class:`StepLatency` sleeps
+``step_latency_s`` in every ``step`` (and ``reset``), so the step time dominates as in a
+slow simulator, while the process stays idle and many such workers share few cores.
+It wraps any gymnasium env: ``env_cfg.wrappers: [step_latency]``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+
+class StepLatency(gym.Wrapper):
+    """Sleeps ``step_latency_s`` seconds per ``step`` and ``reset``; otherwise transparent."""
+
+    def __init__(self, env: gym.Env, step_latency_s: float) -> None:
+        if step_latency_s < 0:
+            raise ValueError(f"step_latency_s={step_latency_s} is out of range; allowed: >= 0")
+        super().__init__(env)
+        self.step_latency_s = float(step_latency_s)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self.step_latency_s:
+            time.sleep(self.step_latency_s)
+        return self.env.step(action)
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        if self.step_latency_s:
+            time.sleep(self.step_latency_s)
+        return self.env.reset(**kwargs)

@@ -1,0 +1,78 @@
+"""Two data-parallel learners still solve CartPole within the single learner's budgets, and
+online evaluation costs the learner nothing worth counting.
+
+Why: the equivalence tests show that two learners take the steps one learner would on the
+same data; these runs show the whole arrangement (batches sampled per rank in rounds the
+DataServer decides, rollouts split by env, rank 0 publishing and checkpointing) learns as
+well in practice, and that evaluation runs beside learning, not inside the learner's
+loop. Each case is the real CLI on a local Ray, seed 1, read through summary.json only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_main
+
+SOLVED = 475.0
+
+
+def train(tmp_path: Path, config: str, *overrides: str) -> dict:
+    done = run_main(
+        "--yaml",
+        str(ROOT / "configs" / f"{config}.yaml"),
+        "general_cfg.seed=1",
+        f"general_cfg.tasks_dir={tmp_path}",
+        "general_cfg.progress=false",
+        "general_cfg.save_fig=false",
+        *overrides,
+        timeout=840,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr}"
+    (path,) = tmp_path.glob("*/results/summary.json")
+    return json.loads(path.read_text())
+
+
+def evals(summary: dict) -> list[tuple[int, float]]:
+    return [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
+
+
+#: name -> (yaml, overrides, env-step budget)
+CASES = {
+    "dqn-2-learners-2-workers": (
+        "cartpole_dqn",
+        ("general_cfg.n_learners=2", "general_cfg.n_workers=2"),
+        60_000,
+    ),
+    "ppo-2-learners": ("cartpole_ppo", ("general_cfg.n_learners=2",), 50_000),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_two_learners_solve_cartpole_within_budget(tmp_path: Path, case: str) -> None:
+    config, overrides, budget = CASES[case]
+    summary = train(
+        tmp_path,
+        config,
+        *overrides,
+        f"general_cfg.max_env_steps={budget}",
+        f"general_cfg.reward_threshold={SOLVED}",
+    )
+    assert summary["n_learners"] == 2
+    assert summary["solved"] and summary["stop_reason"] == "reward_threshold", evals(summary)
+    solving = next(e for e in summary["eval_history"] if e["return_mean"] >= SOLVED)
+    assert solving["env_steps"] <= budget, evals(summary)
+    digests = {s["params_digest"] for s in summary["learners"]}
+    assert len(digests) == 1, summary["learners"]
+
+
+@pytest.mark.slow
+def test_online_evaluation_takes_under_1_percent_of_the_learners_time(tmp_path: Path) -> None:
+    summary = train(tmp_path, "cartpole_dqn", "general_cfg.max_env_steps=20000")
+    assert len(summary["eval_history"]) >= 5, evals(summary)  # evaluations did happen
+    eval_s = summary["time_s"]["learner_eval"]
+    assert eval_s < 0.01 * summary["wall_time_s"], (eval_s, summary["wall_time_s"])

@@ -1,0 +1,410 @@
+"""Data-parallel learners (general_cfg.n_learners > 1) learn exactly what one learner would.
+
+Why: N learners each compute gradients on their share of a batch and average them before
+the step (``Policy.optimize``); advantage statistics and learning noise go through the
+group too (``algos.parallel``). If any of it were off, N learners would learn something
+else than one learner on the whole batch, and nothing else would notice.
+
+- Two learners as real Ray actors in a real gloo group, given the two halves of each
+  batch, end with the parameters one learner (this process) reaches on the whole batches,
+  for DQN, PPO (with and without reward scaling), SAC and TD3; the two ranks end
+  bit-identical. PPO is exact with one minibatch per epoch: with several, each learner
+  draws its minibatches from its own rows, the same amount of data per step but not the
+  same rows as one learner's minibatches.
+- A real 2-learner run keeps the ranks identical over more than 100 gradient steps
+  (summary.json ``learners[*].params_digest``), for DQN, SAC and PPO.
+- Checkpoints do not depend on the number of learners: a 2-learner run resumes with one
+  learner and tests with one, and a 1-learner run resumes with two.
+- Bad input (n_learners < 1, a batch or rollout that does not split, GPUs the cluster does
+  not have) is exit code 2 and one line, before anything starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ray.cloudpickle
+import torch
+
+from algos import get_algorithm
+from algos.parallel import DataParallel
+from envs.probe import probe_env
+from joyrl_ray.config import RunConfig
+from joyrl_ray.distributed import ProcessGroup
+from tests.conftest import make_cfg, run_main
+
+# The rank actor below travels to Ray by value, not by module name.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SEED = 11
+UPDATES = 6
+SMALL = "[{layer_type: linear, layer_dim: [32], activation: relu}]"
+
+
+# ----- 2 learners on halves == 1 learner on the whole -----
+
+
+def build_policy(cfg: RunConfig):
+    """The learning policy, seeded as a learner seeds it (same weights, same noise streams)."""
+    torch.manual_seed(SEED)
+    spec = get_algorithm(cfg.general.algo_name)
+    policy = spec.policy_cls(cfg.algo, *probe_env(cfg.env), torch.device("cpu"), learning=True)
+    policy.seed(SEED)
+    return policy
+
+
+def params(policy) -> list[np.ndarray]:
+    return [t.detach().cpu().numpy().copy() for t in policy.synced_tensors()]
+
+
+class RankLearner:
+    """One rank of a 2-learner group: builds the policy, joins the group, learns its share."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        torch.set_num_threads(1)
+        self.policy = build_policy(cfg)
+
+    def address(self) -> tuple[str, int]:
+        return ProcessGroup.address_here()
+
+    def learn(
+        self, address: tuple[str, int], rank: int, world: int, batches: list[dict]
+    ) -> tuple[list[np.ndarray], float]:
+        group = ProcessGroup.join(*address, rank=rank, world_size=world, device=torch.device("cpu"))
+        try:
+            self.policy.join(DataParallel(rank, world))
+            for batch in batches:
+                self.policy.learn(batch)
+            return params(self.policy), self.policy.parallel.sync_s
+        finally:
+            group.leave()
+
+
+def replay_batches(policy, rng: np.random.Generator, rows: int = 64) -> list[dict]:
+    """Off-policy batches as the DataServer samples them (n-step folded, IS weights)."""
+    obs_space, action_space = policy.obs_space, policy.action_space
+    obs_space.seed(SEED)
+    action_space.seed(SEED)
+    batches = []
+    for _ in range(UPDATES):
+        obs = np.stack([obs_space.sample() for _ in range(rows)]).astype(np.float32)
+        next_obs = np.stack([obs_space.sample() for _ in range(rows)]).astype(np.float32)
+        actions = np.stack([action_space.sample() for _ in range(rows)])
+        batches.append(
+            {
+                "obs": obs,
+                "actions": actions,
+                "rewards": rng.normal(size=rows).astype(np.float32),
+                "next_obs": next_obs,
+                "discounts": np.where(rng.random(rows) < 0.1, 0.0, 0.99).astype(np.float32),
+                "weights": rng.uniform(0.5, 1.0, rows).astype(np.float32),  # as with PER
+            }
+        )
+    return batches
+
+
+def rollout_batches(policy, rng: np.random.Generator, steps: int = 16, envs: int = 8) -> list:
+    """On-policy rollouts ``[time, env]`` with the behaviour policy's log-probabilities."""
+    rollouts = []
+    for _ in range(UPDATES // 2):
+        obs = rng.normal(scale=0.5, size=(steps, envs, 4)).astype(np.float32)
+        actions, extras = policy.act(obs.reshape(steps * envs, 4), explore=True, env_steps=0)
+        done = rng.random((steps, envs)) < 0.05
+        cut = ~done & (rng.random((steps, envs)) < 0.05)  # time limits: bootstrapped
+        rollouts.append(
+            {
+                "obs": obs,
+                "actions": actions.reshape(steps, envs),
+                "rewards": np.ones((steps, envs), np.float32),
+                "next_obs": rng.normal(scale=0.5, size=(steps, envs, 4)).astype(np.float32),
+                "terminated": done,
+                "truncated": cut,
+                "log_prob": extras["log_prob"].reshape(steps, envs),
+            }
+        )
+    return rollouts
+
+
+def halves(batch: dict, axis: int) -> list[dict]:
+    """Rank r's share: rows (off-policy) or env columns (on-policy), as the runtime splits."""
+    n = np.shape(batch["rewards"])[axis]
+    lead = (slice(None),) * axis
+    share = [(*lead, slice(r * n // 2, (r + 1) * n // 2)) for r in range(2)]
+    return [{k: np.ascontiguousarray(v[index]) for k, v in batch.items()} for index in share]
+
+
+PENDULUM_SMALL = (
+    "env_cfg.id=Pendulum-v1",
+    f"algo_cfg.actor_layers={SMALL}",
+    f"algo_cfg.critic_layers={SMALL}",
+    "algo_cfg.batch_size=64",
+)
+PPO_EXACT = (
+    "general_cfg.algo_name=PPO",
+    "env_cfg.id=CartPole-v1",
+    "algo_cfg.n_minibatches=1",  # minibatches of one learner's rows: not the same split
+    "algo_cfg.n_epochs=3",
+    "algo_cfg.ent_coef=0.01",
+)
+#: case -> (overrides, on-policy?)
+EXACT_CASES = {
+    "DQN": (
+        (
+            "general_cfg.algo_name=DQN",
+            "env_cfg.id=CartPole-v1",
+            f"algo_cfg.value_layers={SMALL}",
+            "algo_cfg.batch_size=64",
+            "algo_cfg.target_update=2",
+            "algo_cfg.max_grad_norm=0.5",  # clipping after averaging: clipped here too
+        ),
+        False,
+    ),
+    "PPO": ((*PPO_EXACT, "algo_cfg.reward_scaling=false"), True),
+    "PPO-reward-scaling": ((*PPO_EXACT, "algo_cfg.reward_scaling=true"), True),
+    "SAC": (("general_cfg.algo_name=SAC", *PENDULUM_SMALL), False),
+    "TD3": (("general_cfg.algo_name=TD3", *PENDULUM_SMALL, "algo_cfg.policy_delay=2"), False),
+}
+
+
+@pytest.mark.parametrize("algo", list(EXACT_CASES))
+def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
+    ray_session, tmp_path, algo: str
+) -> None:
+    ray = ray_session
+    overrides, on_policy = EXACT_CASES[algo]
+    cfg = make_cfg(tmp_path, *overrides)
+    reference = build_policy(cfg)
+    rng = np.random.default_rng(SEED)
+    batches = rollout_batches(reference, rng) if on_policy else replay_batches(reference, rng)
+    start = params(reference)
+    for batch in batches:
+        reference.learn(batch)
+    expected = params(reference)
+
+    actor_cls = ray.remote(RankLearner).options(num_cpus=0)
+    ranks = [actor_cls.remote(cfg) for _ in range(2)]
+    try:
+        address = ray.get(ranks[0].address.remote(), timeout=60)
+        shares = [halves(b, axis=1 if on_policy else 0) for b in batches]
+        calls = [
+            rank.learn.remote(address, r, 2, [share[r] for share in shares])
+            for r, rank in enumerate(ranks)
+        ]
+        (got0, sync0), (got1, sync1) = ray.get(calls, timeout=120)
+    finally:
+        for rank in ranks:
+            ray.kill(rank)
+    assert sync0 > 0 and sync1 > 0  # the gradients really went through the group
+    assert any(not np.array_equal(a, b) for a, b in zip(start, expected, strict=True))
+    for i, (a, b) in enumerate(zip(got0, got1, strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"{algo}: tensor {i} differs between ranks")
+    for i, (got, want) in enumerate(zip(got0, expected, strict=True)):
+        np.testing.assert_allclose(
+            got, want, rtol=1e-5, atol=1e-6, err_msg=f"{algo}: tensor {i} != one learner's"
+        )
+
+
+# ----- real runs (main.py on a local Ray) -----
+
+RUN_OVERRIDES = (
+    "general_cfg.mp_backend=ray",
+    "general_cfg.seed=3",
+    "general_cfg.progress=false",
+    "general_cfg.save_fig=false",
+    "general_cfg.online_eval=false",
+    "general_cfg.learner_num_cpus=0.5",  # two learners and the workers fit 2 cores
+)
+DQN_RUN = (
+    "general_cfg.algo_name=DQN",
+    f"algo_cfg.value_layers={SMALL}",
+    "algo_cfg.batch_size=32",
+    "algo_cfg.learn_start=200",
+    "algo_cfg.updates_per_step=0.5",
+)
+#: algo -> (overrides, least number of gradient steps the run takes)
+DIGEST_CASES = {
+    "DQN": ((*DQN_RUN, "general_cfg.max_env_steps=600"), 200),
+    "SAC": (
+        (
+            "general_cfg.algo_name=SAC",
+            "env_cfg.id=Pendulum-v1",
+            "general_cfg.max_env_steps=500",
+            f"algo_cfg.actor_layers={SMALL}",
+            f"algo_cfg.critic_layers={SMALL}",
+            "algo_cfg.batch_size=32",
+            "algo_cfg.learn_start=200",
+            "algo_cfg.random_steps=200",
+            "algo_cfg.updates_per_step=0.5",
+        ),
+        150,
+    ),
+    # PPO's update is an iteration of n_epochs x n_minibatches gradient steps (10 x 4 here).
+    "PPO": (
+        (
+            "general_cfg.algo_name=PPO",
+            "general_cfg.n_envs_per_worker=2",
+            "general_cfg.max_env_steps=1500",
+            "algo_cfg.rollout_len=64",
+        ),
+        4 * 40,
+    ),
+}
+
+
+def train(tasks: Path, *overrides: str, mode_args: tuple[str, ...] = ()) -> tuple[dict, Path]:
+    """``python main.py`` with ``overrides``; exit 0 expected; (summary.json, task dir)."""
+    before = set(tasks.glob("*"))
+    done = run_main(*RUN_OVERRIDES, f"general_cfg.tasks_dir={tasks}", *overrides, timeout=300)
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
+    (task,) = set(tasks.glob("*")) - before
+    return json.loads((task / "results" / "summary.json").read_text()), task
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", sorted(DIGEST_CASES))
+def test_ranks_hold_identical_parameters_after_a_real_run(tmp_path, algo: str) -> None:
+    overrides, least_steps = DIGEST_CASES[algo]
+    summary, _ = train(tmp_path, *overrides, "general_cfg.n_learners=2", "general_cfg.n_workers=2")
+    learners = summary["learners"]
+    assert summary["n_learners"] == 2 and [s["rank"] for s in learners] == [0, 1]
+    steps_per_update = 40 if algo == "PPO" else 1
+    assert summary["updates"] * steps_per_update >= least_steps, summary["updates"]
+    assert {s["updates"] for s in learners} == {summary["updates"]}  # the same steps
+    assert learners[0]["params_digest"] == learners[1]["params_digest"], learners
+    assert all(s["times"]["sync_s"] > 0 for s in learners)  # gradients went through the group
+
+
+def checkpoint_digest(path: Path, cfg: RunConfig) -> str:
+    """The parameters digest (as a learner computes it) of a checkpoint's policy."""
+    from joyrl_ray.checkpoint import load_checkpoint
+
+    policy = build_policy(cfg)
+    policy.load_state_dict(load_checkpoint(path)["policy"])
+    digest = hashlib.sha256()
+    for tensor in policy.synced_tensors():
+        digest.update(tensor.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def adam_steps(path: Path) -> set[int]:
+    from joyrl_ray.checkpoint import load_checkpoint
+
+    state = load_checkpoint(path)["policy"]["optimizer"]["state"]
+    return {int(s["step"]) for s in state.values()}
+
+
+def resume(tasks: Path, source: Path, n_learners: int, max_env_steps: int) -> dict:
+    summary, task = train(
+        tasks,
+        *DQN_RUN,
+        f"general_cfg.n_learners={n_learners}",
+        "general_cfg.n_workers=2",
+        f"general_cfg.max_env_steps={max_env_steps}",
+        "general_cfg.load_checkpoint=true",
+        f"general_cfg.load_path={source}",
+    )
+    assert summary["resumed_from"] == str(source) and summary["n_learners"] == n_learners
+    assert summary["stop_reason"] == "max_env_steps"
+    # The optimizer went on from the checkpoint: Adam's step count is the total of updates.
+    assert adam_steps(task / "models" / "last.pt") == {summary["updates"]}
+    return summary
+
+
+@pytest.fixture(scope="module")
+def two_learner_run(tmp_path_factory) -> tuple[dict, Path]:
+    tasks = tmp_path_factory.mktemp("two_learners")
+    return train(tasks, *DQN_RUN, "general_cfg.n_learners=2", "general_cfg.max_env_steps=600")
+
+
+@pytest.mark.slow
+def test_two_learner_checkpoint_holds_the_parameters_both_ranks_ended_with(
+    two_learner_run, tmp_path
+) -> None:
+    summary, source = two_learner_run
+    last = source / "models" / "last.pt"
+    digests = {s["params_digest"] for s in summary["learners"]}
+    assert len(summary["learners"]) == 2 and len(digests) == 1, summary["learners"]
+    assert checkpoint_digest(last, make_cfg(tmp_path, *DQN_RUN)) == digests.pop()
+    assert adam_steps(last) == {summary["updates"]}
+
+
+@pytest.mark.slow
+def test_two_learner_checkpoint_resumes_with_one_learner(two_learner_run, tmp_path) -> None:
+    first, source = two_learner_run
+    second = resume(tmp_path, source, n_learners=1, max_env_steps=1000)
+    assert second["updates"] > first["updates"] and second["env_steps"] >= 1000
+
+
+@pytest.mark.slow
+def test_two_learner_checkpoint_tests_with_one_learner(two_learner_run, tmp_path) -> None:
+    _, source = two_learner_run
+    done = run_main(
+        *RUN_OVERRIDES,
+        *DQN_RUN,
+        f"general_cfg.tasks_dir={tmp_path}",
+        "general_cfg.mode=test",
+        "general_cfg.n_learners=1",
+        "general_cfg.max_episode=3",
+        "general_cfg.load_model_step=last",
+        f"general_cfg.load_path={source}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    (path,) = tmp_path.glob("*/results/summary.json")
+    tested = json.loads(path.read_text())
+    assert tested["mode"] == "test" and tested["episodes"] == 3
+    assert tested["loaded_checkpoint"] == str(source / "models" / "last.pt")
+
+
+@pytest.mark.slow
+def test_one_learner_checkpoint_resumes_with_two_learners(tmp_path) -> None:
+    first, source = train(tmp_path, *DQN_RUN, "general_cfg.max_env_steps=600")
+    assert first["n_learners"] == 1
+    second = resume(tmp_path, source, n_learners=2, max_env_steps=1000)
+    assert second["updates"] > first["updates"]
+    digests = {s["params_digest"] for s in second["learners"]}
+    assert len(second["learners"]) == 2 and len(digests) == 1, second["learners"]
+
+
+# ----- bad input: exit 2, one line, nothing started -----
+
+BAD_INPUT = {
+    "no learners": (("general_cfg.n_learners=0",), ("general_cfg.n_learners=0",)),
+    "batch does not split": (
+        ("general_cfg.n_learners=2", "algo_cfg.batch_size=63"),
+        ("algo_cfg.batch_size=63", "n_learners=2"),
+    ),
+    "rollout does not split": (
+        (
+            "general_cfg.n_learners=2",
+            "general_cfg.algo_name=PPO",
+            "general_cfg.n_workers=3",
+            "general_cfg.n_envs_per_worker=1",
+        ),
+        ("3 envs", "n_learners=2"),
+    ),
+    "gpus the cluster lacks": (
+        ("general_cfg.n_learners=2", "general_cfg.learner_num_gpus=1"),
+        ("1 GPU", "largest node"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_learner_input_is_exit_2_and_one_line_before_anything_starts(
+    tmp_path, case: str
+) -> None:
+    overrides, words = BAD_INPUT[case]
+    done = run_main(
+        "general_cfg.mp_backend=ray", f"general_cfg.tasks_dir={tmp_path}", *overrides, timeout=120
+    )
+    assert done.returncode == 2, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert not list(tmp_path.iterdir())  # no task directory: nothing started
