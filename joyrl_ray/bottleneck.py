@@ -84,3 +84,18 @@ def difference_w(a: WorkerTimes, b: WorkerTimes) -> WorkerTimes:
 
 def difference_l(a: LearnerTimes, b: LearnerTimes) -> LearnerTimes:
     return LearnerTimes(**{k: getattr(a, k) - getattr(b, k) for k in vars(a)})
+
+
+def describe(b: Bottleneck, *, learners: bool) -> str:
+    """The report as one line for the console and the log."""
+    workers = (
+        f"workers stepping {b.worker_stepping:.0%}, waiting to push {b.worker_push_wait:.0%}, "
+        f"waiting for weights {b.worker_weights_wait:.0%}"
+    )
+    if not learners:
+        return f"what limited the run: {workers}"
+    return (
+        f"what limited the run: {b.sentence} ({workers}; learners learning "
+        f"{b.learner_learning:.0%}, waiting for data {b.learner_data_wait:.0%}, syncing "
+        f"{b.learner_sync:.0%})"
+    )

@@ -37,6 +37,8 @@ def print_result(result: RunResult) -> None:
         print(f"error: {summary['error']}", file=sys.stderr)
     if summary.get("resume_command"):
         print(f"resume with: {summary['resume_command']}", file=sys.stderr)
+    if summary.get("bottleneck_line"):
+        print(summary["bottleneck_line"])
     print(line)
     print(result.task_dir, flush=True)
 

@@ -69,6 +69,8 @@ def reference() -> str:
     ]
     families: dict[type, list[str]] = {}  # variants (DoubleDQN) share their base's table
     for name, spec in ALGORITHMS.items():
+        if ":" in name:  # an algorithm named by import path is not one of the project's
+            continue
         base = next((b for b in families if issubclass(spec.config_cls, b)), spec.config_cls)
         families.setdefault(base, []).append(name)
     for config_cls, names in families.items():

@@ -22,6 +22,7 @@ import yaml
 from algos import get_algorithm
 from envs.probe import probe_env
 from joyrl_ray import modes, signals
+from joyrl_ray.bottleneck import describe as describe_bottleneck
 from joyrl_ray.bottleneck import judge
 from joyrl_ray.checkpoint import CheckpointStore
 from joyrl_ray.config import ConfigError, RunConfig
@@ -199,6 +200,7 @@ def _run_in(
                 save=general.save_fig,
                 show=general.show_fig,
             )
+        recorder.log(summary["bottleneck_line"])
         recorder.log(f"finished: {summary['stop_reason']}")
     finally:
         recorder.close()
@@ -326,6 +328,7 @@ def _summary(
         "env_errors": recorder.env_errors,
         "first_env_error": recorder.first_env_error,
         "bottleneck": bottleneck.as_dict(),
+        "bottleneck_line": describe_bottleneck(bottleneck, learners=n_learners > 0),
         "time_s": {
             "startup": round(startup, 3) if startup is not None else None,
             "run": round(run_s, 3) if run_s is not None else None,

@@ -202,9 +202,8 @@ class RayRuntime:
         self.learners: list[Any] = []
         self.learner_generation = 0
         self.group: Any = None
-        if learner is not None:
+        if learner is not None:  # reserved first; the learners start once workers are asked for
             self.group = learner_group(general, requests.learner or {})
-            self._start_learners(learner.start_state)
         # Ray restarts a dead worker (up to its own budget) and runs its loop again there.
         worker_cls = ray.remote(Worker).options(
             **actor_options(requests.worker),
@@ -218,6 +217,8 @@ class RayRuntime:
         ]
         for i, actor in enumerate(self.workers):
             self._submit(WorkerClient(RayHandle(f"worker {i}", actor=actor)).run(), "worker", i)
+        if learner is not None:  # workers and learners start side by side, neither waits
+            self._start_learners(learner.start_state)
         self.evaluator: EvaluatorClient | None = None
         self.evaluator_actor = None
         self.spaces = spaces
