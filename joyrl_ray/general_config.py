@@ -64,7 +64,7 @@ class GeneralConfig:
     save_fig: bool = True  # write reward curves to figs/
     show_fig: bool = False  # show the reward curves at the end
     render_n_episodes: int = 1  # test mode with rgb_array: episodes recorded to videos/
-    weights_publish_every: int = 10  # learner updates between weight publishes
+    weights_publish_every: int = 32  # learner updates between weight publishes (off-policy)
     max_pushes_in_flight: int = 2  # per worker, pushes not yet acknowledged (backpressure)
     worker_chunk_steps: int = 64  # vector-env steps a worker takes per push (off-policy)
     learner_lag_tolerance: int = 64  # updates the learner may trail the ratio before workers wait

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
 LEARNED, IDLE, STOPPED = "learned", "idle", "stopped"
 CALL_SLACK_S = 60.0  # beyond a call's own wait: how long an answer may take before it is stuck
-REPORT_EVERY_S = 1.0
-MAX_UPDATES_PER_ROUND = 8
+REPORT_EVERY_S = 0.5
+MAX_UPDATES_PER_ROUND = 32
 WAIT_S = 1.0  # deadline of one blocking wait for data; the loop then checks again
 
 
