@@ -27,17 +27,15 @@ class EpisodeTracker:
         self.returns += rewards
         self.lengths += 1
 
-    def step(self, rewards: np.ndarray, done: np.ndarray) -> list[tuple[int, float, int]]:
-        """Add one vector step; returns ``(env, return, length)`` of each episode that ended."""
+    def step(self, rewards: np.ndarray, done: np.ndarray) -> tuple[list[float], list[int]]:
+        """Add one vector step; returns the returns and lengths of the episodes that ended."""
         self.returns += rewards
         self.lengths += 1
-        if not done.any():  # the common case
-            return []
-        ended = []
-        for i in np.flatnonzero(done):
-            ended.append((int(i), float(self.returns[i]), int(self.lengths[i])))
-            self.returns[i], self.lengths[i] = 0.0, 0
-        return ended
+        ended = np.flatnonzero(done)
+        returns, lengths = self.returns[ended].tolist(), self.lengths[ended].tolist()
+        self.returns[ended] = 0.0
+        self.lengths[ended] = 0
+        return returns, lengths
 
     def reset(self) -> int:
         """Forget every running episode (e.g. after an env error); returns how many there were."""

@@ -332,10 +332,9 @@ class Worker:
         done = terminated | truncated
         any_done = bool(done.any())
         true_next = next_obs
-        if any_done:
+        if any_done:  # the true last observations of the episodes that ended
             true_next = next_obs.copy()
-            for i in np.flatnonzero(done):
-                true_next[i] = info["final_obs"][i]
+            true_next[done] = np.stack(info["final_obs"][done])
         step = {
             OBS: self.obs,
             ACTIONS: actions,
@@ -355,17 +354,13 @@ class Worker:
         if not any_done:  # the common case: no episode ended
             self.tracker.add(rewards)
             return
-        for _env, ret, length in self.tracker.step(rewards, done):
-            self.report.episodes.append(
-                EpisodeReport(
-                    ret,
-                    length,
-                    self.worker_id,
-                    env_steps,
-                    self.weights_version,
-                    self.policy.exploration_stats(env_steps),
-                )
-            )
+        returns, lengths = self.tracker.step(rewards, done)
+        explore = self.policy.exploration_stats(env_steps)
+        version = self.weights_version
+        self.report.episodes.extend(
+            EpisodeReport(r, n, self.worker_id, env_steps, version, explore)
+            for r, n in zip(returns, lengths, strict=True)
+        )
 
     def _collect(self) -> Batch | None:
         """Step until the chunk is full; after an env error, what it kept (maybe None)."""
