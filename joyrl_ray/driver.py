@@ -253,7 +253,11 @@ class Driver:
             self._pump_evals()
 
     def _save_buffer(self) -> None:
-        state = self.server.buffer_state().result(timeout_s=DRAIN_TIMEOUT_S)
+        try:
+            state = self.server.buffer_state().result(timeout_s=DRAIN_TIMEOUT_S)
+        except RoleError as exc:  # the checkpoint is written; the replay died with the server
+            self._server_lost(exc)
+            return
         if state is None:
             return
         import io

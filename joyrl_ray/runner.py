@@ -29,6 +29,7 @@ from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.data_server import StopRule
 from joyrl_ray.driver import DriveOutcome, Driver
 from joyrl_ray.figures import save_reward_figures
+from joyrl_ray.handles import RoleError
 from joyrl_ray.learner import learner_seconds
 from joyrl_ray.messages import Counters, Placement
 from joyrl_ray.placement import (
@@ -262,13 +263,21 @@ def _drive(
             announce_placement=announce_placement,
         )
         outcome = driver.drive()
-        server_stats = None
-        if driver.server_alive:
-            runtime.data_server.finish().result(60)
-            server_stats = runtime.data_server.stats().result(60)
-        return outcome, runtime.results, server_stats, nodes_line
+        return outcome, runtime.results, _server_stats(driver, runtime, recorder), nodes_line
     finally:
         runtime.shutdown()
+
+
+def _server_stats(driver: Driver, runtime: LocalRuntime | RayRuntime, recorder: Recorder) -> Any:
+    """The DataServer's closing stats; None when it died (then the summary goes without)."""
+    if not driver.server_alive:
+        return None
+    try:
+        runtime.data_server.finish().result(60)
+        return runtime.data_server.stats().result(60)
+    except RoleError as exc:  # it died after the run's end: the run's results stand
+        recorder.log(f"the DataServer died at the end of the run: {exc}")
+        return None
 
 
 def _summary(

@@ -11,8 +11,9 @@ object fetch and no extra call.
 
 A worker never polls: when it must wait (throttled, or waiting for weights) it blocks in
 the DataServer until the wait is over. An exception from an env's ``reset`` or ``step``
-does not end the run: the env is rebuilt, the chunk and its partial episodes are dropped
-and counted, and collection goes on (an env that keeps failing stops the run).
+does not end the run: the env is rebuilt and collection goes on; the steps taken before
+the error are kept off-policy and dropped (and counted) on-policy, see
+``_recover_from_env_error`` (an env that keeps failing stops the run).
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ Roles are found as a user would find them: the processes below main.py whose com
 is ``ray::Worker...``, ``ray::Learner...`` or ``ray::DataServer``, killed with SIGKILL by
 pid. The learning runs are DQN on CartPole-v1 with two workers, which solves
 (evaluation >= 475) at 20-40k env steps; each must do so within 80k despite the fault.
+
+The fault runs go two at a time (``tests/side_by_side.py``); the signal tests, which time
+the exit and look for leftover Ray processes machine-wide, run alone.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from tests.runtime.runtime_procs import (
     task_dirs,
     wait_gone,
 )
+from tests.side_by_side import Outcome, selected_tests, side_by_side
 
 T = TypeVar("T")
 MAX_ENV_STEPS = 80_000
@@ -137,8 +141,7 @@ def final_checkpoint_updates(task: Path) -> int:
 
 
 # ----- workers -----
-@pytest.mark.slow
-def test_killed_worker_restarts_twice_then_is_dropped_and_the_run_still_solves(tmp_path):
+def killed_worker_run(tmp_path: Path) -> None:
     run = start(tmp_path, "general_cfg.max_worker_restarts=2")
     try:
         pids = wait_for(run, "two workers", lambda: two(role_pids(run, "ray::Worker")), 120)
@@ -177,8 +180,7 @@ def test_killed_worker_restarts_twice_then_is_dropped_and_the_run_still_solves(t
 
 
 # ----- envs -----
-@pytest.mark.slow
-def test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged(tmp_path):
+def env_errors_run(tmp_path: Path) -> None:
     # About 1 in 100 steps raises: ~200 errors before CartPole is solved, above the default
     # budget of max_env_errors=100 (which would stop the run, as it should).
     run = start(
@@ -206,8 +208,7 @@ def test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged(tmp_
 
 
 # ----- the learner -----
-@pytest.mark.slow
-def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solves(tmp_path):
+def killed_learner_run(tmp_path: Path) -> None:
     run = start(tmp_path)
     try:
         (learner,) = wait_for(run, "the learner", lambda: role_pids(run, "ray::Learner"), 120)
@@ -233,8 +234,7 @@ def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solv
 
 
 # ----- the DataServer -----
-@pytest.mark.slow
-def test_killed_data_server_stops_cleanly_and_the_printed_command_resumes_to_solve(tmp_path):
+def killed_data_server_run(tmp_path: Path) -> None:
     run = start(tmp_path, "general_cfg.save_buffer=true")
     resumed = None
     try:
@@ -244,6 +244,7 @@ def test_killed_data_server_stops_cleanly_and_the_printed_command_resumes_to_sol
         kill(server)
         code = finish(run, 120)
         assert code == 1, run.stderr[-3000:]
+        assert (task / "results" / "summary.json").is_file(), run.stderr[-3000:]
         summary = summary_of(task)
         assert summary["stop_reason"] == "data_server_failed"
         (error,) = error_lines(run.stderr)
@@ -327,9 +328,8 @@ def test_sigterm_while_ray_starts_exits_143_in_one_line(tmp_path):
 
 
 # ----- runs that cannot make progress -----
-@pytest.mark.slow
-def test_a_hanging_env_is_reported_by_the_stall_watchdog(tmp_path):
-    stall_timeout_s = 15
+def hanging_env_run(tmp_path: Path) -> None:
+    stall_timeout_s = 10
     mark = tmp_path / "hung"
     run = start(
         tmp_path,
@@ -358,8 +358,7 @@ def test_a_hanging_env_is_reported_by_the_stall_watchdog(tmp_path):
         run.kill()
 
 
-@pytest.mark.slow
-def test_an_env_that_raises_on_every_step_stops_the_run_in_one_line(tmp_path):
+def env_raising_every_step_run(tmp_path: Path) -> None:
     run = start(tmp_path, "env_cfg.id=tests.faulty_envs:BrokenStepEnv")
     try:
         code = finish(run, 180)
@@ -377,8 +376,7 @@ def test_an_env_that_raises_on_every_step_stops_the_run_in_one_line(tmp_path):
         run.kill()
 
 
-@pytest.mark.slow
-def test_workers_whose_constructor_fails_are_reported_not_restarted(tmp_path):
+def failing_constructor_run(tmp_path: Path) -> None:
     run = start(tmp_path, "env_cfg.id=tests.faulty_envs:DriverOnlyEnv")
     try:
         code = finish(run, 180)
@@ -397,3 +395,75 @@ def test_workers_whose_constructor_fails_are_reported_not_restarted(tmp_path):
         assert_accounting(summary)
     finally:
         run.kill()
+
+
+# ----- the runs above, two at a time (tests/side_by_side.py says why) -----
+#: test -> the run it checks; the longest runs first.
+FAULT_RUNS: dict[str, Callable[[Path], None]] = {
+    "test_killed_data_server_stops_cleanly_and_the_printed_command_resumes_to_solve": (
+        killed_data_server_run
+    ),
+    "test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged": env_errors_run,
+    "test_a_hanging_env_is_reported_by_the_stall_watchdog": hanging_env_run,
+    "test_killed_worker_restarts_twice_then_is_dropped_and_the_run_still_solves": killed_worker_run,
+    "test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solves": (
+        killed_learner_run
+    ),
+    "test_an_env_that_raises_on_every_step_stops_the_run_in_one_line": env_raising_every_step_run,
+    "test_workers_whose_constructor_fails_are_reported_not_restarted": failing_constructor_run,
+}
+
+
+@pytest.fixture(scope="module")
+def fault_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Outcome[None]]:
+    """The runs of the selected fault tests (``-k`` picks runs too), two at a time."""
+    root = tmp_path_factory.mktemp("faults")
+    wanted = selected_tests(request)
+
+    def job(test: str) -> Callable[[], None]:
+        folder = root / test
+        folder.mkdir()
+        return lambda: FAULT_RUNS[test](folder)
+
+    return side_by_side({test: job(test) for test in FAULT_RUNS if test in wanted})
+
+
+@pytest.mark.slow
+def test_killed_worker_restarts_twice_then_is_dropped_and_the_run_still_solves(fault_runs, request):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged(fault_runs, request):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solves(
+    fault_runs, request
+):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_killed_data_server_stops_cleanly_and_the_printed_command_resumes_to_solve(
+    fault_runs, request
+):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_a_hanging_env_is_reported_by_the_stall_watchdog(fault_runs, request):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_an_env_that_raises_on_every_step_stops_the_run_in_one_line(fault_runs, request):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_workers_whose_constructor_fails_are_reported_not_restarted(fault_runs, request):
+    fault_runs[request.node.name].result()

@@ -1,11 +1,10 @@
-"""Two data-parallel learners still solve CartPole within the single learner's budgets, and
-online evaluation costs the learner nothing worth counting.
+"""Two data-parallel learners still solve CartPole within the single learner's budgets.
 
 Why: the equivalence tests show that two learners take the steps one learner would on the
 same data; these runs show the whole arrangement (batches sampled per rank in rounds the
 DataServer decides, rollouts split by env, rank 0 publishing and checkpointing) learns as
-well in practice, and that evaluation runs beside learning, not inside the learner's
-loop. Each case is the real CLI on a local Ray, seed 1, read through summary.json only.
+well in practice. Each case is the real CLI on a local Ray, seed 1, read through
+summary.json only.
 """
 
 from __future__ import annotations
@@ -68,11 +67,3 @@ def test_two_learners_solve_cartpole_within_budget(tmp_path: Path, case: str) ->
     assert solving["env_steps"] <= budget, evals(summary)
     digests = {s["params_digest"] for s in summary["learners"]}
     assert len(digests) == 1, summary["learners"]
-
-
-@pytest.mark.slow
-def test_online_evaluation_takes_under_1_percent_of_the_learners_time(tmp_path: Path) -> None:
-    summary = train(tmp_path, "cartpole_dqn", "general_cfg.max_env_steps=20000")
-    assert len(summary["eval_history"]) >= 5, evals(summary)  # evaluations did happen
-    eval_s = summary["time_s"]["learner_eval"]
-    assert eval_s < 0.01 * summary["wall_time_s"], (eval_s, summary["wall_time_s"])

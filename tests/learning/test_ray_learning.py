@@ -7,45 +7,50 @@ across processes, PER priorities written back by slot). Each case runs the real 
 stops at the first online evaluation (10 episodes) that reaches the threshold, and reads
 only ``results/summary.json``, so the tests hold however the runtime is arranged inside.
 The budgets are the ones the yaml files and the README claim (``max_env_steps``; 60k env
-steps for the DQN family on CartPole).
+steps for the DQN family on CartPole). The runs go two at a time (``tests/side_by_side.py``).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
 from tests.conftest import ROOT, run_main
+from tests.side_by_side import Outcome, selected_tests, side_by_side
 
 DQN_BUDGET = "general_cfg.max_env_steps=60000"
+EVAL_SHARE_TEST = "test_online_evaluation_takes_under_1_percent_of_the_learners_time"
 
-#: id -> (yaml under configs/, extra overrides, threshold on the best eval return).
+#: id -> (yaml under configs/, extra overrides, threshold on the best eval return); the
+#: longest runs first.
 CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
-    "ppo-cartpole": ("cartpole_ppo", (), 475.0),
     "sac-pendulum": ("pendulum_sac", (), -200.0),
     "td3-pendulum": ("pendulum_td3", (), -200.0),
     "dqn-per-cartpole": ("cartpole_dqn_per", (DQN_BUDGET,), 475.0),
-    "dqn-nstep3-cartpole": ("cartpole_dqn", (DQN_BUDGET, "algo_cfg.n_step=3"), 475.0),
+    "dqn-cartpole": ("cartpole_dqn", (DQN_BUDGET,), 475.0),
     "doubledqn-cartpole": ("cartpole_dqn", (DQN_BUDGET, "general_cfg.algo_name=DoubleDQN"), 475.0),
+    "dqn-nstep3-cartpole": ("cartpole_dqn", (DQN_BUDGET, "algo_cfg.n_step=3"), 475.0),
     "duelingdqn-cartpole": (
         "cartpole_dqn",
         (DQN_BUDGET, "general_cfg.algo_name=DuelingDQN"),
         475.0,
     ),
+    "ppo-cartpole": ("cartpole_ppo", (), 475.0),
 }
 
 
-def train_on_ray(tmp_path: Path, name: str, overrides: tuple[str, ...], threshold: float) -> dict:
+def train_on_ray(tasks: Path, name: str, overrides: tuple[str, ...], threshold: float) -> dict:
     """Run the CLI on a local Ray; returns summary.json of the one task directory written."""
-    done = run_main(
+    done: CompletedProcess[str] = run_main(
         "--yaml",
         str(ROOT / "configs" / f"{name}.yaml"),
         "general_cfg.mp_backend=ray",
         "general_cfg.n_workers=2",
         "general_cfg.seed=1",
-        f"general_cfg.tasks_dir={tmp_path}",
+        f"general_cfg.tasks_dir={tasks}",
         "general_cfg.progress=false",
         "general_cfg.save_fig=false",
         f"general_cfg.reward_threshold={threshold}",
@@ -55,24 +60,54 @@ def train_on_ray(tmp_path: Path, name: str, overrides: tuple[str, ...], threshol
     assert done.returncode == 0, (
         f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
-    summaries = list(tmp_path.glob("*/results/summary.json"))
+    summaries = list(tasks.glob("*/results/summary.json"))
     assert len(summaries) == 1, summaries
     return json.loads(summaries[0].read_text())
+
+
+@pytest.fixture(scope="module")
+def ray_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Outcome[dict]]:
+    root = tmp_path_factory.mktemp("ray_learning")
+
+    def job(case: str):
+        name, overrides, threshold = CASES[case]
+        return lambda: train_on_ray(root / case, name, overrides, threshold)
+
+    wanted = selected_tests(request)
+    if EVAL_SHARE_TEST in wanted:
+        wanted.add("dqn-cartpole")
+    return side_by_side({case: job(case) for case in CASES if case in wanted})
 
 
 def best_return(summary: dict) -> float:
     return max(e["return_mean"] for e in summary["eval_history"])
 
 
+def evals(summary: dict) -> list[tuple[int, float]]:
+    return [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
-def test_reaches_threshold_on_ray(tmp_path: Path, case: str) -> None:
-    name, overrides, threshold = CASES[case]
-    summary = train_on_ray(tmp_path, name, overrides, threshold)
-    history = [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
+def test_reaches_threshold_on_ray(ray_runs: dict[str, Outcome[dict]], case: str) -> None:
+    summary = ray_runs[case].result()
+    threshold = CASES[case][2]
     assert summary["eval_history"], summary
-    assert best_return(summary) >= threshold, history
+    assert best_return(summary) >= threshold, evals(summary)
     assert summary["solved"] and summary["stop_reason"] == "reward_threshold", (
         summary["stop_reason"],
-        history,
+        evals(summary),
     )
+
+
+@pytest.mark.slow
+def test_online_evaluation_takes_under_1_percent_of_the_learners_time(
+    ray_runs: dict[str, Outcome[dict]],
+) -> None:
+    """``configs/cartpole_dqn.yaml`` as shipped: evaluation runs beside learning."""
+    summary = ray_runs["dqn-cartpole"].result()
+    assert len(summary["eval_history"]) >= 5, evals(summary)  # evaluations did happen
+    eval_s = summary["time_s"]["learner_eval"]
+    assert eval_s < 0.01 * summary["wall_time_s"], (eval_s, summary["wall_time_s"])
