@@ -159,8 +159,8 @@ def killed_worker_run(tmp_path: Path) -> None:
             now = role_pids(run, "ray::Worker")
             (victim,) = now - seen  # the restarted worker is the one process not seen before
             seen |= now
-            at = env_steps(tmp_path)
-            wait_for(run, "more env steps", lambda a=at: env_steps(tmp_path) >= a + 1000, 120)
+            # Right after it registered again, so that all three kills come well before the
+            # run could solve (20-40k env steps), however slowly restarts go on a busy machine.
             kill(victim)  # kill 2 (a restart), then kill 3: past its budget of 2, dropped
         code = finish(run)
         task = the_task(tmp_path)
