@@ -9,34 +9,13 @@ summary.json only.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_main
+from tests.learning.cli_runs import evals, train
 
 SOLVED = 475.0
-
-
-def train(tmp_path: Path, config: str, *overrides: str) -> dict:
-    done = run_main(
-        "--yaml",
-        str(ROOT / "configs" / f"{config}.yaml"),
-        "general_cfg.seed=1",
-        f"general_cfg.tasks_dir={tmp_path}",
-        "general_cfg.progress=false",
-        "general_cfg.save_fig=false",
-        *overrides,
-        timeout=840,
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr}"
-    (path,) = tmp_path.glob("*/results/summary.json")
-    return json.loads(path.read_text())
-
-
-def evals(summary: dict) -> list[tuple[int, float]]:
-    return [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
 
 
 #: name -> (yaml, overrides, env-step budget)
@@ -54,13 +33,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_two_learners_solve_cartpole_within_budget(tmp_path: Path, case: str) -> None:
     config, overrides, budget = CASES[case]
-    summary = train(
-        tmp_path,
-        config,
-        *overrides,
-        f"general_cfg.max_env_steps={budget}",
-        f"general_cfg.reward_threshold={SOLVED}",
-    )
+    summary = train(tmp_path, config, (*overrides, f"general_cfg.max_env_steps={budget}"), SOLVED)
     assert summary["n_learners"] == 2
     assert summary["solved"] and summary["stop_reason"] == "reward_threshold", evals(summary)
     solving = next(e for e in summary["eval_history"] if e["return_mean"] >= SOLVED)

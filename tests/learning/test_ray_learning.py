@@ -12,14 +12,10 @@ steps for the DQN family on CartPole). The runs go two at a time (``tests/side_b
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from subprocess import CompletedProcess
-
 import pytest
 
-from tests.conftest import ROOT, run_main
-from tests.side_by_side import Outcome, selected_tests, side_by_side
+from tests.learning.cli_runs import assert_solved, evals, train_selected
+from tests.side_by_side import Outcome, selected_tests
 
 DQN_BUDGET = "general_cfg.max_env_steps=60000"
 EVAL_SHARE_TEST = "test_online_evaluation_takes_under_1_percent_of_the_learners_time"
@@ -42,64 +38,24 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
 }
 
 
-def train_on_ray(tasks: Path, name: str, overrides: tuple[str, ...], threshold: float) -> dict:
-    """Run the CLI on a local Ray; returns summary.json of the one task directory written."""
-    done: CompletedProcess[str] = run_main(
-        "--yaml",
-        str(ROOT / "configs" / f"{name}.yaml"),
-        "general_cfg.mp_backend=ray",
-        "general_cfg.n_workers=2",
-        "general_cfg.seed=1",
-        f"general_cfg.tasks_dir={tasks}",
-        "general_cfg.progress=false",
-        "general_cfg.save_fig=false",
-        f"general_cfg.reward_threshold={threshold}",
-        *overrides,
-        timeout=840,
-    )
-    assert done.returncode == 0, (
-        f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    summaries = list(tasks.glob("*/results/summary.json"))
-    assert len(summaries) == 1, summaries
-    return json.loads(summaries[0].read_text())
-
-
 @pytest.fixture(scope="module")
 def ray_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Outcome[dict]]:
-    root = tmp_path_factory.mktemp("ray_learning")
-
-    def job(case: str):
-        name, overrides, threshold = CASES[case]
-        return lambda: train_on_ray(root / case, name, overrides, threshold)
-
-    wanted = selected_tests(request)
-    if EVAL_SHARE_TEST in wanted:
-        wanted.add("dqn-cartpole")
-    return side_by_side({case: job(case) for case in CASES if case in wanted})
-
-
-def best_return(summary: dict) -> float:
-    return max(e["return_mean"] for e in summary["eval_history"])
-
-
-def evals(summary: dict) -> list[tuple[int, float]]:
-    return [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
+    eval_share_wanted = EVAL_SHARE_TEST in selected_tests(request)
+    return train_selected(
+        request,
+        tmp_path_factory,
+        CASES,
+        ("general_cfg.mp_backend=ray", "general_cfg.n_workers=2"),
+        also=("dqn-cartpole",) if eval_share_wanted else (),
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_reaches_threshold_on_ray(ray_runs: dict[str, Outcome[dict]], case: str) -> None:
-    summary = ray_runs[case].result()
-    threshold = CASES[case][2]
-    assert summary["eval_history"], summary
-    assert best_return(summary) >= threshold, evals(summary)
-    assert summary["solved"] and summary["stop_reason"] == "reward_threshold", (
-        summary["stop_reason"],
-        evals(summary),
-    )
+    assert_solved(ray_runs[case].result(), CASES[case][2])
 
 
 @pytest.mark.slow

@@ -10,13 +10,10 @@ beside the algorithms (``tests/test_dqn_learning.py``, ``tests/algos/``).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import ROOT, run_main
-from tests.side_by_side import Outcome, selected_tests, side_by_side
+from tests.learning.cli_runs import assert_solved, train_selected
+from tests.side_by_side import Outcome
 
 #: id -> (yaml under configs/, overrides, threshold on the best eval return); the longest
 #: runs first.
@@ -56,49 +53,14 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
 }
 
 
-def train_single(tasks: Path, name: str, overrides: tuple[str, ...], threshold: float) -> dict:
-    """Run the CLI in one process; returns summary.json of the one task directory written."""
-    done = run_main(
-        "--yaml",
-        str(ROOT / "configs" / f"{name}.yaml"),
-        "general_cfg.mp_backend=single",
-        "general_cfg.seed=1",
-        f"general_cfg.tasks_dir={tasks}",
-        "general_cfg.progress=false",
-        "general_cfg.save_fig=false",
-        f"general_cfg.reward_threshold={threshold}",
-        *overrides,
-        timeout=840,
-    )
-    assert done.returncode == 0, (
-        f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    (path,) = tasks.glob("*/results/summary.json")
-    return json.loads(path.read_text())
-
-
 @pytest.fixture(scope="module")
 def single_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Outcome[dict]]:
-    root = tmp_path_factory.mktemp("single_learning")
-
-    def job(case: str):
-        name, overrides, threshold = CASES[case]
-        return lambda: train_single(root / case, name, overrides, threshold)
-
-    wanted = selected_tests(request)
-    return side_by_side({case: job(case) for case in CASES if case in wanted})
+    return train_selected(request, tmp_path_factory, CASES, ("general_cfg.mp_backend=single",))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_reaches_threshold_in_one_process(single_runs: dict[str, Outcome[dict]], case: str) -> None:
-    summary = single_runs[case].result()
-    threshold = CASES[case][2]
-    history = [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
-    assert max(e["return_mean"] for e in summary["eval_history"]) >= threshold, history
-    assert summary["solved"] and summary["stop_reason"] == "reward_threshold", (
-        summary["stop_reason"],
-        history,
-    )
+    assert_solved(single_runs[case].result(), CASES[case][2])
