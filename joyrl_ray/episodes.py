@@ -1,8 +1,7 @@
 """Episode bookkeeping for a worker's vector of envs: returns, lengths, trajectories.
 
-Per vector step it does O(1) numpy work (two vector adds); the rare steps where an
-episode ends cost a little more. Trajectories (``collect_traj``) are cut from whole
-chunks of steps, never assembled step by step.
+Both work on whole chunks of ``[time, env]`` steps with a handful of numpy operations,
+never per step: the worker's per-step loop only acts, steps the envs and keeps the arrays.
 """
 
 from __future__ import annotations
@@ -22,20 +21,42 @@ class EpisodeTracker:
         self.returns = np.zeros(n_envs)
         self.lengths = np.zeros(n_envs, dtype=np.int64)
 
-    def add(self, rewards: np.ndarray) -> None:
-        """Add one vector step in which no episode ended."""
-        self.returns += rewards
-        self.lengths += 1
+    def track(
+        self, rewards: np.ndarray, done: np.ndarray
+    ) -> tuple[list[float], list[int], list[int]]:
+        """Add a chunk of ``[time, env]`` steps; returns the returns, lengths and ending rows
+        (time index within the chunk) of the episodes that ended in it, in order of ending.
 
-    def step(self, rewards: np.ndarray, done: np.ndarray) -> tuple[list[float], list[int]]:
-        """Add one vector step; returns the returns and lengths of the episodes that ended."""
-        self.returns += rewards
-        self.lengths += 1
-        ended = np.flatnonzero(done)
-        returns, lengths = self.returns[ended].tolist(), self.lengths[ended].tolist()
-        self.returns[ended] = 0.0
-        self.lengths[ended] = 0
-        return returns, lengths
+        An episode's return is the cumulative reward at its last step minus that at the
+        step before its first (or minus the return it carried into the chunk).
+        """
+        n_rows = len(rewards)
+        if n_rows == 0:
+            return [], [], []
+        totals = np.cumsum(rewards, axis=0, dtype=np.float64)
+        rows, envs = np.nonzero(done)  # ordered by row, then env
+        by_env = np.lexsort((rows, envs))  # each env's ends in order
+        rows_e, envs_e = rows[by_env], envs[by_env]
+        first = np.ones(len(rows_e), dtype=bool)  # the env's first end in this chunk
+        first[1:] = envs_e[1:] != envs_e[:-1]
+        previous = np.where(first, 0, np.roll(rows_e, 1))  # the env's previous end
+        returns = totals[rows_e, envs_e] - np.where(
+            first, -self.returns[envs_e], totals[previous, envs_e]
+        )
+        lengths = rows_e + np.where(first, 1 + self.lengths[envs_e], -previous)
+        last = np.ones(len(rows_e), dtype=bool)  # the env's last end: what it carries on
+        last[:-1] = envs_e[1:] != envs_e[:-1]
+        self.returns += totals[-1]
+        self.lengths += n_rows
+        ended, at = envs_e[last], rows_e[last]
+        self.returns[ended] = totals[-1, ended] - totals[at, ended]
+        self.lengths[ended] = n_rows - 1 - at
+        in_time_order = np.argsort(by_env)
+        return (
+            returns[in_time_order].tolist(),
+            lengths[in_time_order].tolist(),
+            rows.tolist(),
+        )
 
     def reset(self) -> int:
         """Forget every running episode (e.g. after an env error); returns how many there were."""

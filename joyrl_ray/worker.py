@@ -1,7 +1,8 @@
 """The Worker: steps a vector of envs with an acting copy of the policy.
 
-Per vector step it does one policy forward, one env step and O(1) numpy work, writing the
-step into preallocated ``[time, env]`` chunk columns. Off-policy, each chunk of
+Per vector step it does one policy forward and one env step and keeps the arrays they
+return; the ``[time, env]`` columns, the true last observations of ended episodes, episode
+returns and trajectories are built once per chunk (``_take_chunk``). Off-policy, each chunk of
 ``worker_chunk_steps`` steps is n-step folded and pushed, with at most
 ``max_pushes_in_flight`` pushes unacknowledged (a slow DataServer slows the worker instead
 of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
@@ -41,6 +42,7 @@ from joyrl_ray.batch import (
     TERMINATED,
     TRUNCATED,
     Batch,
+    batch_rows,
 )
 from joyrl_ray.buffers.frames import FrameEncoder
 from joyrl_ray.buffers.nstep import NStepFolder
@@ -63,7 +65,6 @@ from joyrl_ray.seeding import derive_seed
 if TYPE_CHECKING:
     from joyrl_ray.clients import DataServerClient
 
-RAW_REWARDS = "raw_rewards"  # the env's rewards, kept beside the learning ones for trajectories
 WAIT_S = 1.0  # deadline of one blocking wait in the DataServer; the loop then checks again
 ACK_TIMEOUT_S = 60.0
 FAILED_REBUILDS_BEFORE_GIVING_UP = 3
@@ -78,33 +79,65 @@ class WorkerStats:
 
 
 class _Chunk:
-    """Preallocated ``[time, env]`` columns for one chunk (fresh arrays every chunk)."""
+    """One chunk's steps: the per-step arrays as they come, stacked into ``[time, env]``
+    columns when taken (appending a reference costs less than writing into a column)."""
 
     def __init__(self, length: int) -> None:
         self.length = length
-        self.columns: Batch = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        self.steps: dict[str, list[np.ndarray]] = {
+            key: [] for key in (OBS, ACTIONS, REWARDS, TERMINATED, TRUNCATED)
+        }
+        self.final_obs: list[tuple[int, np.ndarray, np.ndarray]] = []
         self.t = 0
 
-    def write(self, step: dict[str, np.ndarray]) -> None:
-        if not self.columns:
-            self.columns = {
-                key: np.empty((self.length, *np.shape(value)), dtype=np.asarray(value).dtype)
-                for key, value in step.items()
-            }
-        for key, value in step.items():
-            self.columns[key][self.t] = value
+    def add(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        extras: Batch,
+        info: dict,
+    ) -> None:
+        """One vector step; ``info`` of a same-step autoreset names the episodes that ended."""
+        steps = self.steps
+        steps[OBS].append(obs)
+        steps[ACTIONS].append(actions)
+        steps[REWARDS].append(rewards)
+        steps[TERMINATED].append(terminated)
+        steps[TRUNCATED].append(truncated)
+        for key, value in extras.items():
+            steps.setdefault(key, []).append(value)
+        if "final_obs" in info:  # their true last observations (the envs were reset)
+            self.final_obs.append((self.t, info["_final_obs"], info["final_obs"]))
         self.t += 1
 
     @property
     def full(self) -> bool:
         return self.t >= self.length
 
-    def take(self) -> Batch:
-        """The steps written so far (all ``length`` of them unless cut short)."""
-        columns, t = self.columns, self.t
-        self.columns, self.t = {}, 0
-        if t < self.length:
-            columns = {key: value[:t] for key, value in columns.items()}
+    def take(self, last_next_obs: np.ndarray | None) -> Batch:
+        """The steps added so far as columns; ``next_obs`` is the next step's ``obs`` (the
+        last step's is ``last_next_obs``) except where an episode ended."""
+        if self.t == 0:
+            self._clear()
+            return {}
+        columns = {key: np.stack(values) for key, values in self.steps.items()}
+        obs = columns[OBS]
+        next_obs = np.concatenate([obs[1:], np.asarray(last_next_obs, obs.dtype)[None]])
+        if self.final_obs:
+            ended = np.zeros(next_obs.shape[:2], dtype=bool)
+            finals: list[np.ndarray] = []
+            for t, ended_now, final_obs in self.final_obs:  # in row-major order, as ended's
+                ended[t] = ended_now
+                finals.extend(final_obs[ended_now])
+            next_obs[ended] = np.stack(finals)
+        columns[NEXT_OBS] = next_obs
+        self._clear()
         return columns
 
 
@@ -192,8 +225,9 @@ class Worker:
         seeds = [derive_seed(seed, "env", self.worker_id, i, *stream) for i in range(self.n_envs)]
         self.obs, _ = self.envs.reset(seed=seeds if seed else None)
 
-    def _recover_from_env_error(self, exc: Exception) -> Batch | None:
-        """Rebuild the envs and go on; returns the chunk's steps taken before the error.
+    def _recover_from_env_error(self, exc: Exception, chunk: Batch) -> Batch | None:
+        """Rebuild the envs and go on; returns what it keeps of ``chunk``, the steps taken
+        before the error.
 
         Off-policy, those steps are real transitions: they are kept, cut off as truncated
         episodes (bootstrapping from their last observation, as at a time limit). On-policy
@@ -206,13 +240,11 @@ class Worker:
         self.report.env_errors.append(text)
         kept: Batch | None = None
         dropped = 0
-        if self.replay is not None and self.chunk.t > 0:
-            kept = self.chunk.take()
-            kept.pop(RAW_REWARDS, None)
+        if self.replay is not None and chunk:
+            kept = chunk
             kept[TRUNCATED][-1] = True  # every env's episode ends here for the n-step fold
         else:
-            dropped = self.chunk.t * self.n_envs + self.folder.reset()
-            self.chunk.take()
+            dropped = batch_rows(chunk) * self.n_envs + self.folder.reset()
         if dropped:
             self.report.dropped["env_error"] = self.report.dropped.get("env_error", 0) + dropped
         self.tracker.reset()
@@ -320,7 +352,7 @@ class Worker:
         self._arm_kills()
 
     def _step(self) -> None:
-        """One vector step, written into the chunk."""
+        """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""
         if self.obs is None:
             self._reset_envs()
         assert self.obs is not None
@@ -330,54 +362,50 @@ class Worker:
             self.policy.env_action(actions)
         )
         self.failed_rebuilds = 0  # it stepped: an env that fails now and then, not every try
-        done = terminated | truncated
-        any_done = bool(done.any())
-        true_next = next_obs
-        if any_done:  # the true last observations of the episodes that ended
-            true_next = next_obs.copy()
-            true_next[done] = np.stack(info["final_obs"][done])
-        step = {
-            OBS: self.obs,
-            ACTIONS: actions,
-            REWARDS: learning_rewards(rewards, self.cfg.env) if self.clip_rewards else rewards,
-            NEXT_OBS: true_next,
-            TERMINATED: terminated,
-            TRUNCATED: truncated,
-            **extras,
-        }
-        if self.cutter is not None:  # trajectories keep the env's own rewards
-            step[RAW_REWARDS] = rewards
-        self.chunk.write(step)
+        self.chunk.add(self.obs, actions, rewards, terminated, truncated, extras, info)
         self.obs = next_obs
         self.own_env_steps += self.n_envs
-        self.total_env_steps += self.n_envs
-        self.report.env_steps += self.n_envs
-        if not any_done:  # the common case: no episode ended
-            self.tracker.add(rewards)
-            return
-        returns, lengths = self.tracker.step(rewards, done)
-        explore = self.policy.exploration_stats(env_steps)
-        version = self.weights_version
-        self.report.episodes.extend(
-            EpisodeReport(r, n, self.worker_id, env_steps, version, explore)
-            for r, n in zip(returns, lengths, strict=True)
-        )
+
+    def _take_chunk(self) -> Batch:
+        """The chunk's columns, its finished episodes reported and trajectories cut.
+
+        Rewards in the chunk are the env's own until here: episode returns and trajectories
+        keep them, and the returned columns hold the learning rewards (maybe clipped).
+        """
+        n_rows = self.chunk.t
+        chunk = self.chunk.take(self.obs)
+        if not chunk:
+            return chunk
+        steps = n_rows * self.n_envs
+        self.total_env_steps += steps
+        self.report.env_steps += steps
+        rewards = chunk[REWARDS]
+        returns, lengths, rows = self.tracker.track(rewards, chunk[TERMINATED] | chunk[TRUNCATED])
+        first_row_steps = self.global_env_steps + self.own_env_steps - steps
+        for ret, length, row in zip(returns, lengths, rows, strict=True):
+            env_steps = first_row_steps + row * self.n_envs  # when its last step was taken
+            explore = self.policy.exploration_stats(env_steps)
+            self.report.episodes.append(
+                EpisodeReport(ret, length, self.worker_id, env_steps, self.weights_version, explore)
+            )
+        if self.cutter is not None:
+            self.report.trajectories.extend(self.cutter.cut(chunk))
+        if self.clip_rewards:
+            chunk[REWARDS] = learning_rewards(rewards, self.cfg.env)
+        return chunk
 
     def _collect(self) -> Batch | None:
         """Step until the chunk is full; after an env error, what it kept (maybe None)."""
         t0 = time.monotonic()
+        error: Exception | None = None
         try:
             while not self.chunk.full:
                 self._step()
         except Exception as exc:  # any env failure: rebuild and go on (see module doc)
-            return self._recover_from_env_error(exc)
-        finally:
-            self.times.step_s += time.monotonic() - t0
-        chunk = self.chunk.take()
-        if self.cutter is not None:
-            raw = chunk.pop(RAW_REWARDS)
-            self.report.trajectories.extend(self.cutter.cut({**chunk, REWARDS: raw}))
-        return chunk
+            error = exc
+        self.times.step_s += time.monotonic() - t0
+        chunk = self._take_chunk()
+        return chunk if error is None else self._recover_from_env_error(error, chunk)
 
     def _take_report(self) -> WorkerReport:
         report, self.report = self.report, WorkerReport(self.worker_id, 0)

@@ -1,0 +1,103 @@
+"""What a worker pushes is the envs' own experience, whatever the chunk boundaries.
+
+A real Worker steps a vector of real envs and pushes into a real DataServer, in this
+process (the ``mp_backend: single`` arrangement). The env counts its steps in its
+observation, so every stored transition can be checked against the env itself: each
+``next_obs`` follows its ``obs``, an ended episode's ``next_obs`` is its true last
+observation (never the observation of the reset that followed), and the reported episode
+returns and lengths are the env's. Chunks of 7 steps over episodes of 5 make episodes
+cross chunk boundaries and end in every row of a chunk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from algos import get_algorithm
+from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS
+from joyrl_ray.clients import DataServerClient
+from joyrl_ray.config import RunConfig, load_config
+from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.handles import LocalHandle, LocalStore
+from joyrl_ray.worker import Worker
+
+GOAL, N_ENVS, CHUNK, STEPS = 5, 3, 7, 420  # STEPS: 20 chunks of 7 vector steps of 3 envs
+
+
+class StepCountEnv(gym.Env):
+    """Observation = steps taken so far; reward = that count; ends after ``GOAL`` steps."""
+
+    observation_space = gym.spaces.Box(0.0, 100.0, shape=(1,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.array([self.t], dtype=np.float32), float(self.t), self.t >= GOAL, False, {}
+
+
+@pytest.fixture(scope="module")
+def collected() -> tuple[dict[str, np.ndarray], list[Any]]:
+    """Every transition the worker pushed (in order), and the episodes it reported."""
+    cfg = RunConfig.from_omegaconf(
+        load_config(
+            None,
+            [
+                f"env_cfg.id={__name__}:StepCountEnv",
+                "general_cfg.mp_backend=single",
+                f"general_cfg.n_envs_per_worker={N_ENVS}",
+                f"general_cfg.worker_chunk_steps={CHUNK}",
+                f"general_cfg.max_env_steps={STEPS}",
+                "algo_cfg.learn_start=100000",  # collection only
+            ],
+        )
+    )
+    server = DataServer(
+        stop_rule=StopRule(max_env_steps=STEPS),
+        needs=get_algorithm("DQN").policy_cls.data_needs(cfg.algo),
+        n_workers=1,
+        learner_lag_tolerance=-1,
+        store=LocalStore(),
+    )
+    worker = Worker(0, cfg, DataServerClient(LocalHandle(server, "DataServer")), LocalStore())
+    worker.start()
+    while worker.step(0.0):
+        pass
+    worker.finish()
+    assert server.buffer is not None
+    stored = {key: column[: len(server.buffer)] for key, column in server.buffer.columns.items()}
+    return stored, server.drain_reports().episodes
+
+
+def test_every_transition_steps_the_count_by_one(collected) -> None:
+    stored, _ = collected
+    assert len(stored[OBS]) == STEPS
+    np.testing.assert_array_equal(stored[NEXT_OBS], stored[OBS] + 1)
+    np.testing.assert_array_equal(stored[REWARDS], stored[NEXT_OBS][:, 0])
+    assert set(np.unique(stored[ACTIONS])) <= {0, 1}
+
+
+def test_ended_episodes_keep_their_true_last_observation(collected) -> None:
+    stored, _ = collected
+    ended = stored[DISCOUNTS] == 0  # terminated: no bootstrap
+    assert ended.sum() == STEPS // GOAL
+    np.testing.assert_array_equal(stored[NEXT_OBS][ended, 0], GOAL)  # not the reset's 0
+    assert (stored[OBS][:, 0] < GOAL).all()  # a terminal observation is never acted on
+
+
+def test_reported_episodes_are_the_envs_returns_and_lengths(collected) -> None:
+    _, episodes = collected
+    assert len(episodes) == STEPS // GOAL
+    assert {(e.ret, e.length) for e in episodes} == {(GOAL * (GOAL + 1) / 2, GOAL)}
+    ends = [e.env_steps for e in episodes]
+    assert ends == sorted(ends)  # reported in the order they ended
+    # With 3 envs in lockstep, episodes end together every GOAL vector steps.
+    assert ends[::N_ENVS] == [N_ENVS * (GOAL * k - 1) for k in range(1, len(ends) // N_ENVS + 1)]
