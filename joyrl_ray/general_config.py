@@ -66,7 +66,7 @@ class GeneralConfig:
     render_n_episodes: int = 1  # test mode with rgb_array: episodes recorded to videos/
     weights_publish_every: int = 32  # learner updates between weight publishes (off-policy)
     max_pushes_in_flight: int = 2  # per worker, pushes not yet acknowledged (backpressure)
-    worker_chunk_steps: int = 64  # vector-env steps a worker takes per push (off-policy)
+    worker_chunk_steps: int = 256  # vector-env steps a worker takes per push (off-policy)
     learner_lag_tolerance: int = 64  # updates the learner may trail the ratio before workers wait
     progress: bool = True  # console progress bar
     tasks_dir: str = "tasks"  # where task directories are created
