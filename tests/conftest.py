@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,6 +17,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from joyrl_ray.config import RunConfig, load_config  # noqa: E402
+
+
+def needs_extra(module: str, requirements: str) -> ModuleType:
+    """``module`` from an optional extra (``requirements-<name>.txt``).
+
+    A developer without the extra sees the test skipped; in CI (``CI=true``, where
+    ``.ci/run`` installs every extra) a missing module fails the test instead, so a
+    dropped install step cannot turn a check into a silent skip.
+    """
+    if os.environ.get("CI", "").lower() in ("1", "true"):
+        try:
+            return importlib.import_module(module)
+        except ImportError as exc:
+            pytest.fail(f"CI must install {requirements}: {exc}")
+    return pytest.importorskip(module, reason=f"needs {requirements}")
 
 
 def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> RunConfig:

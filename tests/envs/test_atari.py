@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from envs import EnvConfig, EnvSpecError, make_env, probe_env
-from tests.conftest import ROOT
+from tests.conftest import ROOT, needs_extra
 
-pytest.importorskip("ale_py")
-pytest.importorskip("cv2")
+needs_extra("ale_py", "requirements-atari.txt")
+needs_extra("cv2", "requirements-atari.txt")
 
 ATARI = ["atari_preprocessing", "frame_stack"]
 

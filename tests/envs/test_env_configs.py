@@ -9,20 +9,24 @@ import torch
 from algos.networks import build_network
 from envs import probe_env
 from joyrl_ray.config import RunConfig, load_config
-from tests.conftest import ROOT
+from tests.conftest import ROOT, needs_extra
 
+ATARI = ("requirements-atari.txt", ("ale_py", "cv2"))
+BOX2D = ("requirements-box2d.txt", ("Box2D",))
+#: config -> the extra it needs (requirements file, modules it provides)
 NEEDS = {
-    "pong_dqn": ("ale_py", "cv2"),
-    "breakout_ppo": ("ale_py", "cv2"),
-    "lunarlander_dqn": ("Box2D",),
-    "lunarlander_ppo": ("Box2D",),
+    "pong_dqn": ATARI,
+    "breakout_ppo": ATARI,
+    "lunarlander_dqn": BOX2D,
+    "lunarlander_ppo": BOX2D,
 }
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
 def test_config_builds_env_and_network(name: str) -> None:
-    for module in NEEDS[name]:
-        pytest.importorskip(module)
+    requirements, modules = NEEDS[name]
+    for module in modules:
+        needs_extra(module, requirements)
     cfg = RunConfig.from_omegaconf(load_config(str(ROOT / "configs" / f"{name}.yaml"), []))
     obs_space, action_space = probe_env(cfg.env)
     layers = getattr(cfg.algo, "value_layers", None) or cfg.algo.actor_layers

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from envs import EnvConfig, EnvSpecError, probe_env
-from tests.conftest import ROOT
+from tests.conftest import ROOT, needs_extra
 
 EXTRA_ENVS = "tests.envs.extra_envs"
 
@@ -67,7 +67,7 @@ def test_a_bug_in_the_env_keeps_its_traceback() -> None:
 
 
 def test_gymnasium_box2d_env() -> None:
-    pytest.importorskip("Box2D")
+    needs_extra("Box2D", "requirements-box2d.txt")
     obs, act = probe_env(EnvConfig(id="LunarLander-v3"))
     assert obs.shape == (8,) and act == gym.spaces.Discrete(4)
 

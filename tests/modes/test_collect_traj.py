@@ -12,7 +12,7 @@ import pytest
 
 from joyrl_ray import export_minari, trajectories
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import make_cfg
+from tests.conftest import make_cfg, needs_extra
 from tests.modes.modes_setup import TRAIN_OVERRIDES
 
 LAYERS = next(o for o in TRAIN_OVERRIDES if o.startswith("algo_cfg.value_layers="))
@@ -103,8 +103,8 @@ def test_ray_train_mode_caps_at_max_episode_without_losing_or_duplicating(
 
 
 def test_export_to_minari(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    minari = pytest.importorskip("minari")
-    pytest.importorskip("h5py")
+    minari = needs_extra("minari", "requirements-minari.txt")
+    needs_extra("h5py", "requirements-minari.txt")
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
     result = run(
         make_cfg(
