@@ -179,7 +179,6 @@ class Worker:
         self.folder = NStepFolder(self.n_envs, n_step, self.gamma)
         self.tracker = EpisodeTracker(self.n_envs)
         self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
-        self.clip_rewards = bool(cfg.env.clip_rewards)
         self.encoder = self._frame_encoder()
         self.chunk = _Chunk(self.chunk_len)
         self.obs: np.ndarray | None = None
@@ -372,11 +371,10 @@ class Worker:
         Rewards in the chunk are the env's own until here: episode returns and trajectories
         keep them, and the returned columns hold the learning rewards (maybe clipped).
         """
-        n_rows = self.chunk.t
         chunk = self.chunk.take(self.obs)
         if not chunk:
             return chunk
-        steps = n_rows * self.n_envs
+        steps = batch_rows(chunk) * self.n_envs
         self.total_env_steps += steps
         self.report.env_steps += steps
         rewards = chunk[REWARDS]
@@ -390,8 +388,7 @@ class Worker:
             )
         if self.cutter is not None:
             self.report.trajectories.extend(self.cutter.cut(chunk))
-        if self.clip_rewards:
-            chunk[REWARDS] = learning_rewards(rewards, self.cfg.env)
+        chunk[REWARDS] = learning_rewards(rewards, self.cfg.env)  # unclipped: the same array
         return chunk
 
     def _collect(self) -> Batch | None:
