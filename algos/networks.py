@@ -1,6 +1,5 @@
-"""Torch modules built from the layer lists in ``algo_cfg`` (``value_layers`` and friends).
+"""Torch modules built from the layer lists in ``algo_cfg`` (see :mod:`algos.layers`).
 
-A layer list reads like JoyRL's: ``[{layer_type: linear, layer_dim: [256], activation: relu}]``.
 Conv layers come first and act on ``[C, H, W]`` images (uint8 images are scaled to [0, 1]);
 the stack is flattened before the first linear layer. The output layer is added by the
 caller's ``out_dim`` and has no activation.
@@ -9,14 +8,14 @@ caller's ``out_dim`` and has no activation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-LAYER_TYPES = ("linear", "conv2d")
+from algos.layers import ACTIVATION_NAMES, layer_field
+
 ACTIVATIONS: dict[str, type[nn.Module] | None] = {
     "relu": nn.ReLU,
     "tanh": nn.Tanh,
@@ -25,49 +24,7 @@ ACTIVATIONS: dict[str, type[nn.Module] | None] = {
     "elu": nn.ELU,
     "none": None,
 }
-
-
-@dataclass
-class LayerConfig:
-    """One hidden layer. ``layer_dim`` is ``[units]`` for linear, ``[out_channels]`` for conv2d."""
-
-    layer_type: str = "linear"
-    layer_dim: list[int] = field(default_factory=lambda: [256])
-    activation: str = "relu"
-    kernel_size: int = 3
-    stride: int = 1
-    padding: int = 0
-
-
-def mlp_layers(*dims: int, activation: str = "relu") -> list[LayerConfig]:
-    """Shorthand for a default: ``mlp_layers(256, 256)``."""
-    return [LayerConfig("linear", [d], activation) for d in dims]
-
-
-def layers_field(*dims: int, activation: str = "relu") -> Any:
-    """A dataclass field defaulting to an MLP: ``value_layers: ... = layers_field(256, 256)``."""
-    return field(default_factory=lambda: mlp_layers(*dims, activation=activation))
-
-
-def _field(layer: Any, name: str) -> Any:
-    return layer[name] if isinstance(layer, dict) else getattr(layer, name)
-
-
-def validate_layers(layers: Sequence[Any], key: str) -> None:
-    """Raise ValueError naming ``key`` when a layer type or activation is not known."""
-    for i, layer in enumerate(layers):
-        layer_type = str(_field(layer, "layer_type")).lower()
-        if layer_type not in LAYER_TYPES:
-            raise ValueError(
-                f"{key}[{i}].layer_type={layer_type!r} is not known; "
-                f"allowed: {', '.join(LAYER_TYPES)}"
-            )
-        activation = str(_field(layer, "activation")).lower()
-        if activation not in ACTIVATIONS:
-            raise ValueError(
-                f"{key}[{i}].activation={activation!r} is not known; "
-                f"allowed: {', '.join(ACTIVATIONS)}"
-            )
+assert tuple(ACTIVATIONS) == ACTIVATION_NAMES
 
 
 class ScaleImage(nn.Module):
@@ -85,8 +42,8 @@ def build_network(
     shape = tuple(int(s) for s in in_shape)
     flat = len(shape) == 1
     for layer in layers:
-        layer_type = str(_field(layer, "layer_type")).lower()
-        dim = _field(layer, "layer_dim")
+        layer_type = str(layer_field(layer, "layer_type")).lower()
+        dim = layer_field(layer, "layer_dim")
         width = int(dim[0] if isinstance(dim, (list, tuple)) or hasattr(dim, "__len__") else dim)
         if layer_type == "conv2d":
             if flat:
@@ -96,9 +53,9 @@ def build_network(
             conv = nn.Conv2d(
                 shape[0],
                 width,
-                kernel_size=int(_field(layer, "kernel_size")),
-                stride=int(_field(layer, "stride")),
-                padding=int(_field(layer, "padding")),
+                kernel_size=int(layer_field(layer, "kernel_size")),
+                stride=int(layer_field(layer, "stride")),
+                padding=int(layer_field(layer, "padding")),
             )
             modules.append(conv)
             with torch.no_grad():
@@ -110,7 +67,7 @@ def build_network(
                 flat = True
             modules.append(nn.Linear(shape[0], width))
             shape = (width,)
-        activation = ACTIVATIONS[str(_field(layer, "activation")).lower()]
+        activation = ACTIVATIONS[str(layer_field(layer, "activation")).lower()]
         if activation is not None:
             modules.append(activation())
     if not flat:

@@ -1,34 +1,54 @@
 """Algorithm registry: a name maps to its config dataclass and its Policy class.
 
-Built-in algorithms register on import of :mod:`algos`. An algorithm of your own needs no
-change here: name it by import path, ``general_cfg.algo_name: my_pkg.my_module:MY_SPEC``,
-where ``MY_SPEC`` is an :class:`AlgoSpec`; every process of the run imports it the same way.
+Built-in algorithms register on import of :mod:`algos`, each naming its Policy class by
+import path (``"algos.dqn.policy:DQNPolicy"``): the class, and torch with it, is imported
+when first used, so that checking a config (and failing on bad input) never waits for torch.
+An algorithm of your own needs no change here: name it by import path,
+``general_cfg.algo_name: my_pkg.my_module:MY_SPEC``, where ``MY_SPEC`` is an
+:class:`AlgoSpec`; every process of the run imports it the same way.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from algos.base import Policy
+if TYPE_CHECKING:
+    from algos.base import Policy
+
+
+@cache
+def _import_class(path: str) -> type[Policy]:
+    module_name, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
 class AlgoSpec:
+    """An algorithm: its name, config dataclass and Policy class (or that class's import
+    path ``"pkg.module:Class"``, imported on first use)."""
+
     name: str
     config_cls: type[Any]
-    policy_cls: type[Policy]
+    policy: type[Policy] | str
+
+    @property
+    def policy_cls(self) -> type[Policy]:
+        if isinstance(self.policy, str):
+            return _import_class(self.policy)
+        return self.policy
 
 
 ALGORITHMS: dict[str, AlgoSpec] = {}
 
 
-def register_algorithm(name: str, config_cls: type[Any], policy_cls: type[Policy]) -> None:
-    """Make ``general_cfg.algo_name: <name>`` run ``policy_cls`` with ``config_cls`` defaults."""
+def register_algorithm(name: str, config_cls: type[Any], policy: type[Policy] | str) -> None:
+    """Make ``general_cfg.algo_name: <name>`` run ``policy`` with ``config_cls`` defaults."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} is already registered")
-    ALGORITHMS[name] = AlgoSpec(name, config_cls, policy_cls)
+    ALGORITHMS[name] = AlgoSpec(name, config_cls, policy)
 
 
 def _import_spec(path: str) -> AlgoSpec:
@@ -43,7 +63,7 @@ def _import_spec(path: str) -> AlgoSpec:
     if not isinstance(spec, AlgoSpec):
         raise KeyError(
             f"general_cfg.algo_name={path!r}: {module_name}.{attr} is not an AlgoSpec "
-            "(expected AlgoSpec(name, config_cls, policy_cls))"
+            "(expected AlgoSpec(name, config_cls, policy))"
         )
     return spec
 

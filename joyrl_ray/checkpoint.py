@@ -13,6 +13,9 @@ Which file a run starts from (:func:`find_checkpoint`):
   newer (a run killed between writing ``<update>.pt`` and ``last.pt``) or ``last.pt`` cannot
   be read, then the newest readable numbered one.
 - ``<update>``: exactly ``<update>.pt``.
+
+torch is imported where a checkpoint is read or written, not with this module: the
+command line names :class:`CheckpointError` before anything heavy loads.
 """
 
 from __future__ import annotations
@@ -24,8 +27,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import torch
 
 NUMBERED = re.compile(r"^(\d+)\.pt$")
 CHECKPOINT_KEYS = "a joyrl-ray checkpoint holds algo_name, policy, counters"
@@ -50,6 +51,8 @@ def _atomic_write(path: Path, write: Any) -> None:
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
+    import torch
+
     _atomic_write(path, lambda f: torch.save(obj, f))
 
 
@@ -85,6 +88,8 @@ class CheckpointStore:
 
     def save_best(self, data: bytes, evaluation: dict[str, Any]) -> None:
         """``best.pt``: the checkpoint ``data`` with the evaluation that made it the best."""
+        import torch
+
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         state["best_return"] = float(evaluation["return_mean"])
         state["evaluation"] = dict(evaluation)
@@ -163,6 +168,8 @@ def _available(models: Path) -> str:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
+    import torch
+
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a truncated or foreign file

@@ -69,16 +69,21 @@ def _run(
     from envs.registry import EnvSpecError
     from joyrl_ray.checkpoint import CheckpointError
     from joyrl_ray.config import ConfigError, RunConfig, load_config
-    from joyrl_ray.ray_cluster import ClusterError
+    from joyrl_ray.ray_cluster import ClusterError, start_session
 
+    session = None
     try:
         cfg = RunConfig.from_omegaconf(load_config(yaml_path, overrides))
+        session = start_session(cfg.general)  # Ray starts while the runner's imports load
         from joyrl_ray.runner import run
 
-        result = run(cfg, started_at=started_at, announce=print_result)
+        result = run(cfg, started_at=started_at, announce=print_result, session=session)
     except (ConfigError, CheckpointError, ClusterError, EnvSpecError) as exc:
         if signals.received is not None:  # a signal's exception, turned into this one
             raise
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if session is not None:  # run() closes it; this covers a failure before run()
+            session.close()
     return result.exit_code

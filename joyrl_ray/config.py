@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from algos import get_algorithm
-from algos.networks import LayerConfig, validate_layers
+from algos.layers import LayerConfig, validate_layers
 from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES
 from envs.registry import check_wrappers

@@ -210,6 +210,8 @@ class Driver:
         self.outcome.worker_restarts = reports.worker_restarts
         if reports.counters.env_steps and self.outcome.first_data_at is None:
             self.outcome.first_data_at = time.monotonic()
+            if isinstance(self.runtime, RayRuntime):
+                self.runtime.start_evaluator()
         for place in reports.placements:
             self.outcome.placements[place.role] = place
         if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:

@@ -367,6 +367,17 @@ class _QuietStart(logging.Filter):
         return not any(note in record.getMessage() for note in self.NOTES)
 
 
+def start_session(general: Any) -> RaySession | None:
+    """Ray for a run of ``general`` (its ``general_cfg``), starting in the background; None
+    for the single backend. Checks the installed Ray first (ClusterError if unsupported)."""
+    if general.mp_backend != "ray":
+        return None
+    from joyrl_ray.ray_version import check_ray_version
+
+    check_ray_version()
+    return RaySession(general.ray_address, num_cpus=general.ray_num_cpus)
+
+
 class RaySession:
     """Ray for one run, started (or attached) in a background thread while the driver checks
     its input, builds the task directory and probes the env.

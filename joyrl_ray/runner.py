@@ -41,7 +41,7 @@ from joyrl_ray.placement import (
     placement_line,
     placement_summary,
 )
-from joyrl_ray.ray_cluster import ClusterError, RaySession, job_notes
+from joyrl_ray.ray_cluster import ClusterError, RaySession, job_notes, start_session
 from joyrl_ray.recorder import Recorder
 from joyrl_ray.runtimes import LearnerSetup, LocalRuntime, RayRuntime, RoleResults
 from joyrl_ray.task_dir import TaskDir, create_task_dir
@@ -73,16 +73,17 @@ def run(
     *,
     started_at: float | None = None,
     announce: Callable[[RunResult], None] | None = None,
+    session: RaySession | None = None,
 ) -> RunResult:
-    """Run ``cfg``; ``announce`` sees the result before Ray is torn down."""
+    """Run ``cfg``; ``announce`` sees the result before Ray is torn down.
+
+    ``session`` is Ray already starting for this run (:func:`start_session`); without one,
+    a Ray run starts its own here. Either way the run closes it.
+    """
     started_at = started_at or time.time()
     general = cfg.general
-    session = None
-    if general.mp_backend == "ray":
-        from joyrl_ray.ray_version import check_ray_version
-
-        check_ray_version()
-        session = RaySession(general.ray_address, num_cpus=general.ray_num_cpus)
+    if session is None:
+        session = start_session(general)
     try:
         spaces = probe_env(cfg.env, max_episode_steps=general.max_step)
         _check_spaces(cfg, spaces)

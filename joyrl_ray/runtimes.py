@@ -222,11 +222,20 @@ class RayRuntime:
         self.evaluator: EvaluatorClient | None = None
         self.evaluator_actor = None
         self.spaces = spaces
-        if learner is not None and general.online_eval:
-            self.restart_evaluator()
+        self.evaluates = learner is not None and general.online_eval
         self.finished = False
 
     # ----- roles -----
+    def start_evaluator(self) -> None:
+        """The evaluator actor, once the first data is in (the driver calls this then).
+
+        Not at start-up: its process (importing torch, building a policy) would compete for
+        the cores with the roles that learning waits for, and it has nothing to do until the
+        first checkpoint.
+        """
+        if self.evaluates and self.evaluator_actor is None:
+            self.restart_evaluator()
+
     def restart_evaluator(self) -> None:
         """A (new) evaluator actor; the driver asks for one when the old one died."""
         if self.evaluator_actor is not None:

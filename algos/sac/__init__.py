@@ -2,6 +2,5 @@
 
 from algos.registry import register_algorithm
 from algos.sac.config import SACConfig
-from algos.sac.policy import SACPolicy
 
-register_algorithm("SAC", SACConfig, SACPolicy)
+register_algorithm("SAC", SACConfig, "algos.sac.policy:SACPolicy")

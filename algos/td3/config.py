@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algos.base_config import OffPolicyConfig, in_range, positive
-from algos.networks import LayerConfig, layers_field
+from algos.layers import LayerConfig, layers_field
 
 
 @dataclass

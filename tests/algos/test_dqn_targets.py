@@ -21,7 +21,7 @@ from torch import nn
 from algos import get_algorithm
 from algos.dqn.config import DQNConfig
 from algos.dqn.policy import DQNPolicy
-from algos.networks import LayerConfig
+from algos.layers import LayerConfig
 
 OBS = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
 CPU = torch.device("cpu")
