@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -357,3 +358,18 @@ def test_requests_no_node_can_hold_are_refused_before_any_actor_starts(
     case: Case, tmp_path: Path
 ) -> None:
     check_refused(case, *run_case(case, tmp_path))
+
+
+def test_a_config_error_is_refused_before_torch_or_ray_is_imported(tmp_path: Path) -> None:
+    """Checking the config is quick: a bad key fails before the heavy imports (torch takes
+    about a second), and a good config starts Ray while those imports load."""
+    check = (
+        "import sys; sys.argv = ['main.py', 'general_cfg.n_workers=0']; import main; "
+        "code = main.main(); "
+        "print(code, 'torch' in sys.modules, 'ray' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.split() == ["2", "False", "False"], result.stdout + result.stderr
+    assert result.stderr.startswith("error: general_cfg.n_workers"), result.stderr
