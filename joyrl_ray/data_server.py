@@ -153,7 +153,9 @@ class DataServer:
         self.stored = 0
         self.dropped: Counter[str] = Counter()
         self.priorities_applied = 0
-        self.weights: Weights | None = None
+        self.weights_version = 0  # the newest version published (0: none yet)
+        self.unshared_weights: dict[str, np.ndarray] | None = None  # newest, not yet put
+        self.shared_weights: Weights | None = None  # the newest version put in the store
         self.weights_rejected = 0
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
@@ -213,9 +215,23 @@ class DataServer:
         return self._grantable() > self.learner_lag_tolerance
 
     # ----- workers -----
+    def _newest_weights(self) -> Weights | None:
+        """The newest weights as a store reference, put on first use.
+
+        Workers take weights only with an ack, so a version that no ack hands out before
+        the next publish is never put (with the defaults and one worker, three in four):
+        putting costs this process, on the learner's machine, far more than holding the
+        arrays does.
+        """
+        if self.unshared_weights is not None:
+            self.shared_weights = Weights(
+                self.weights_version, self.store.put(self.unshared_weights)
+            )
+            self.unshared_weights = None
+        return self.shared_weights
+
     def _ack(self, known_version: int) -> PushAck:
-        weights = self.weights
-        newer = weights if weights is not None and weights.version > known_version else None
+        newer = self._newest_weights() if self.weights_version > known_version else None
         return PushAck(
             stop=self.stop_reason is not None,
             throttled=self._throttled(),
@@ -240,7 +256,8 @@ class DataServer:
                     f"{self.worker_restarts[worker_id]}); {lost} env steps it held back were lost"
                 )
             self.registered.add(worker_id)
-            return WorkerStart(self.counters.env_steps, self.stop_reason is not None, self.weights)
+            stopped = self.stop_reason is not None
+            return WorkerStart(self.counters.env_steps, stopped, self._newest_weights())
 
     def _lose_worker_steps(self, worker_id: int) -> int:
         lost = self.owed.pop(worker_id, 0)
@@ -344,7 +361,7 @@ class DataServer:
             steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
             if not self._count(report):
                 self.dropped["after_stop"] += steps
-            elif self.weights is None or version != self.weights.version:
+            elif version != self.weights_version:
                 self.dropped["stale_rollout"] += steps
             else:
                 self.rollouts.append((version, steps, rollout))
@@ -363,7 +380,7 @@ class DataServer:
             if self.stop_reason is not None:
                 return True
             if need_newer_weights:
-                return self.weights is not None and self.weights.version > known_version
+                return self.weights_version > known_version
             return not self._throttled()
 
         what = "newer weights" if need_newer_weights else "the learner to catch up"
@@ -403,8 +420,7 @@ class DataServer:
                 self.updates_granted = restored.updates
                 self.counters.updates = restored.updates
                 self._changed()
-            version = self.weights.version if self.weights is not None else 0
-            return LearnerStart(Counters(**vars(self.counters)), version)
+            return LearnerStart(Counters(**vars(self.counters)), self.weights_version)
 
     def _decide_round(self, round_id: int, wanted: int, timeout_s: float, rank: int) -> _Round:
         def decidable() -> bool:
@@ -479,7 +495,7 @@ class DataServer:
             return RolloutGrant(share, decided.stop)
 
     def _fresh(self, version: int) -> bool:
-        return self.weights is not None and version == self.weights.version
+        return self.weights_version > 0 and version == self.weights_version
 
     def _make_rollout_round(self) -> _Round:
         for _, steps, _ in (r for r in self.rollouts if not self._fresh(r[0])):
@@ -527,14 +543,17 @@ class DataServer:
     def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> bool:
         """Make ``weights`` the newest version; a version not newer than the newest is refused.
 
-        The DataServer puts them in the object store itself, so it owns them: they stay
-        fetchable when the learner that made them dies.
+        The DataServer keeps a copy (on Ray the arrays may be views of the call's argument,
+        which the learner owns) and puts it in the object store itself when an ack first
+        hands it out (:meth:`_newest_weights`), so it owns them: they stay fetchable when the
+        learner that made them dies.
         """
         with self._cond:
-            if self.weights is not None and version <= self.weights.version:
+            if version <= self.weights_version:
                 self.weights_rejected += 1
                 return False
-            self.weights = Weights(version, self.store.put(weights))
+            self.weights_version = version
+            self.unshared_weights = {name: np.array(a, copy=True) for name, a in weights.items()}
             self._changed()
             return True
 
@@ -629,7 +648,7 @@ class DataServer:
                 transitions_stored=self.stored,
                 transitions_dropped={k: v for k, v in self.dropped.items() if v},
                 priorities_applied=self.priorities_applied,
-                weights_versions=self.weights.version if self.weights is not None else 0,
+                weights_versions=self.weights_version,
                 weights_rejected=self.weights_rejected,
                 env_errors=self.env_error_count,
                 episodes_dropped=self.episodes_dropped,

@@ -98,4 +98,7 @@ def test_a_stale_version_is_never_published_over_a_newer_one() -> None:
     s = server()
     assert s.publish_weights({"w": np.ones(1)}, 3)
     assert not s.publish_weights({"w": np.zeros(1)}, 2)  # e.g. a restarted learner's old one
-    assert s.weights.version == 3 and s.stats().weights_rejected == 1
+    assert s.stats().weights_versions == 3 and s.stats().weights_rejected == 1
+    handed_out = s.wait_for_turn(0, known_version=0, need_newer_weights=True, timeout_s=0).weights
+    assert handed_out is not None and handed_out.version == 3
+    np.testing.assert_array_equal(handed_out.box[0]["w"], np.ones(1))
