@@ -16,6 +16,12 @@ the Ray run's whole-process time should exceed the single backend's by no more t
 bare Ray process takes (the runtime adds nothing of its own beyond Ray's start and stop).
 Its last line is ``{"configs": {"<config>": {"ray_s": [...],
 "single_s": [...], "bare_ray_s": [...], "ray_minus_single_s": x, "within_bare_ray": b}}}``.
+
+How many env steps a seed needs to solve differs between the backends (a Ray run is not
+bit-reproducible, and DQN on CartPole solves anywhere from about 20k to 50k steps), so with
+three seeds the comparison above is mostly the seeds' luck. ``--vs-single --fixed-steps N``
+takes it out: both backends run exactly N env steps (no threshold; the same updates, the
+same evaluations), so what differs is the runtime alone.
 """
 
 from __future__ import annotations
@@ -45,10 +51,21 @@ VS_SINGLE_CONFIGS = ["cartpole_ppo", "cartpole_dqn"]
 BARE_RAY = "import ray; ray.init(address='local'); ray.shutdown()"
 
 
-def solve_once(config: str, seed: int, backend: str, tasks_dir: Path) -> dict | None:
+def solve_once(
+    config: str, seed: int, backend: str, tasks_dir: Path, fixed_steps: int | None = None
+) -> dict | None:
     """One run until its threshold: env steps and seconds at the solving evaluation, and the
-    whole process's seconds (start to exit: imports, Ray's start and stop included)."""
+    whole process's seconds (start to exit: imports, Ray's start and stop included).
+
+    With ``fixed_steps`` the run goes on for exactly that many env steps instead, and the
+    result is its whole-process seconds (``process_s``) whether it solved or not.
+    """
     started = time.time()
+    stop = (
+        [f"general_cfg.max_env_steps={fixed_steps}"]
+        if fixed_steps
+        else [f"general_cfg.reward_threshold={THRESHOLDS[config]}"]
+    )
     cmd = [
         sys.executable,
         str(ROOT / "main.py"),
@@ -56,7 +73,7 @@ def solve_once(config: str, seed: int, backend: str, tasks_dir: Path) -> dict | 
         str(ROOT / "configs" / f"{config}.yaml"),
         f"general_cfg.seed={seed}",
         f"general_cfg.mp_backend={backend}",
-        f"general_cfg.reward_threshold={THRESHOLDS[config]}",
+        *stop,
         f"general_cfg.tasks_dir={tasks_dir}",
         "general_cfg.progress=false",
     ]
@@ -71,6 +88,14 @@ def solve_once(config: str, seed: int, backend: str, tasks_dir: Path) -> dict | 
         return None
     task = Path(result.stdout.strip().splitlines()[-1])
     summary = json.loads((task / "results" / "summary.json").read_text())
+    if fixed_steps:
+        return {
+            "env_steps": summary["env_steps"],
+            "wall_s": round(summary["wall_time_s"], 1),
+            "process_s": round(process_s, 1),
+            "startup_s": summary["time_s"]["startup"],
+            "fixed": True,
+        }
     for entry in summary["eval_history"]:
         if entry["return_mean"] >= THRESHOLDS[config]:
             solved_at = summary["started_at"] + entry["wall_time_s"]
@@ -93,24 +118,28 @@ def bare_ray_s() -> float:
 def _shown(outcome: dict | None) -> str:
     if not outcome:
         return "not solved"
+    if outcome.get("fixed"):
+        return f"{outcome['env_steps']} env steps, process {outcome['process_s']} s"
     return (
         f"{outcome['env_steps']} env steps, solved at {outcome['wall_s']} s, process "
         f"{outcome['process_s']} s"
     )
 
 
-def vs_single(configs: list[str], seeds: list[int], tmp: Path) -> dict:
+def vs_single(
+    configs: list[str], seeds: list[int], tmp: Path, fixed_steps: int | None = None
+) -> dict:
     """Ray as shipped against the single backend, seeds interleaved, plus bare Ray processes.
 
     The runtime's own cost on Ray is its whole-process time minus the single backend's;
     it should be no more than what starting and stopping Ray alone costs.
     """
-    out: dict = {"configs": {}}
+    out: dict = {"configs": {}, "fixed_steps": fixed_steps}
     for config in configs:
         rows: dict[str, list[float]] = {"ray": [], "single": [], "bare": []}
         for seed in seeds:
             for backend in ("single", "ray"):
-                outcome = solve_once(config, seed, backend, tmp)
+                outcome = solve_once(config, seed, backend, tmp, fixed_steps)
                 print(f"{config:14s} seed {seed} {backend:6s}: {_shown(outcome)}", flush=True)
                 rows[backend].append(outcome["process_s"] if outcome else float("nan"))
             rows["bare"].append(round(bare_ray_s(), 2))
@@ -145,11 +174,17 @@ def main() -> None:
         action="store_true",
         help="whole-process time on Ray vs the single backend (cartpole_ppo, cartpole_dqn)",
     )
+    parser.add_argument(
+        "--fixed-steps",
+        type=int,
+        default=None,
+        help="with --vs-single: run exactly this many env steps instead of until solved",
+    )
     args = parser.parse_args()
     if args.vs_single:
         configs = args.configs if args.configs != list(THRESHOLDS) else VS_SINGLE_CONFIGS
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(vs_single(configs, args.seeds, Path(tmp))))
+            print(json.dumps(vs_single(configs, args.seeds, Path(tmp), args.fixed_steps)))
         return
     results: dict[str, dict[str, dict | None]] = {}
     with tempfile.TemporaryDirectory() as tmp:
