@@ -62,7 +62,7 @@ def solve_once(
     """
     started = time.time()
     stop = (
-        [f"general_cfg.max_env_steps={fixed_steps}"]
+        [f"general_cfg.max_env_steps={fixed_steps}", "general_cfg.reward_threshold=null"]
         if fixed_steps
         else [f"general_cfg.reward_threshold={THRESHOLDS[config]}"]
     )
