@@ -19,10 +19,19 @@ if TYPE_CHECKING:
     from algos.base import Policy
 
 
+def _import_object(path: str) -> Any:
+    """What ``"pkg.module:name"`` names (None if the module has no such name); raises
+    ImportError when the module cannot be imported."""
+    module_name, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module_name), attr, None)
+
+
 @cache
 def _import_class(path: str) -> type[Policy]:
-    module_name, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+    policy = _import_object(path)
+    if policy is None:
+        raise ImportError(f"{path}: the module has no {path.partition(':')[2]!r}")
+    return policy
 
 
 @dataclass(frozen=True)
@@ -54,12 +63,11 @@ def register_algorithm(name: str, config_cls: type[Any], policy: type[Policy] | 
 def _import_spec(path: str) -> AlgoSpec:
     module_name, _, attr = path.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        spec = _import_object(path)
     except ImportError as exc:
         raise KeyError(
             f"general_cfg.algo_name={path!r}: cannot import module {module_name!r} ({exc})"
         ) from None
-    spec = getattr(module, attr, None)
     if not isinstance(spec, AlgoSpec):
         raise KeyError(
             f"general_cfg.algo_name={path!r}: {module_name}.{attr} is not an AlgoSpec "

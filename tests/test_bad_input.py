@@ -360,9 +360,9 @@ def test_requests_no_node_can_hold_are_refused_before_any_actor_starts(
     check_refused(case, *run_case(case, tmp_path))
 
 
-def test_a_config_error_is_refused_before_torch_or_ray_is_imported(tmp_path: Path) -> None:
-    """Checking the config is quick: a bad key fails before the heavy imports (torch takes
-    about a second), and a good config starts Ray while those imports load."""
+def test_a_config_error_is_refused_before_torch_or_ray_is_imported() -> None:
+    """Checking the config is quick: a bad value fails before the heavy imports (torch
+    takes about a second), so Ray can start right after the checks of a good config."""
     check = (
         "import sys; sys.argv = ['main.py', 'general_cfg.n_workers=0']; import main; "
         "code = main.main(); "
