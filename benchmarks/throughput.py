@@ -262,7 +262,17 @@ def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
     try:
         return measure(advance, counters, args.seconds, args.warmup, learn=args.learn, cfg=cfg)
     finally:
+        stop_roles(runtime)
         runtime.shutdown()
+
+
+def stop_roles(runtime: Any, timeout_s: float = 30.0) -> None:
+    """Let the roles end their loops as at the end of a run, so that the kills of the
+    shutdown find no task running (Ray would print a line for each one it cut off)."""
+    runtime.data_server.request_stop("benchmark_done").result(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while not runtime.finished and time.monotonic() < deadline:
+        runtime.advance(1.0)
 
 
 # ----- CPU accounting from /proc -----

@@ -36,6 +36,14 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     ),
     "ppo-cartpole": ("cartpole_ppo", (), 475.0),
 }
+#: The evaluation-share test's own run: a fixed 16k env steps (no threshold to stop at),
+#: so it sees the same number of evaluations however soon a seed solves.
+EVAL_SHARE_RUN = "dqn-cartpole-16k"
+EVAL_SHARE_CASE = (
+    "cartpole_dqn",
+    ("general_cfg.max_env_steps=16000", "general_cfg.reward_threshold=null"),
+    475.0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +54,9 @@ def ray_runs(
     return train_selected(
         request,
         tmp_path_factory,
-        CASES,
+        {**CASES, EVAL_SHARE_RUN: EVAL_SHARE_CASE},
         ("general_cfg.mp_backend=ray", "general_cfg.n_workers=2"),
-        also=("dqn-cartpole",) if eval_share_wanted else (),
+        also=(EVAL_SHARE_RUN,) if eval_share_wanted else (),
     )
 
 
@@ -62,8 +70,9 @@ def test_reaches_threshold_on_ray(ray_runs: dict[str, Outcome[dict]], case: str)
 def test_online_evaluation_takes_under_1_percent_of_the_learners_time(
     ray_runs: dict[str, Outcome[dict]],
 ) -> None:
-    """``configs/cartpole_dqn.yaml`` as shipped: evaluation runs beside learning."""
-    summary = ray_runs["dqn-cartpole"].result()
+    """``configs/cartpole_dqn.yaml`` for 16k env steps: evaluation runs beside learning."""
+    summary = ray_runs[EVAL_SHARE_RUN].result()
+    assert summary["stop_reason"] == "max_env_steps", summary["stop_reason"]
     assert len(summary["eval_history"]) >= 5, evals(summary)  # evaluations did happen
     eval_s = summary["time_s"]["learner_eval"]
     assert eval_s < 0.01 * summary["wall_time_s"], (eval_s, summary["wall_time_s"])
