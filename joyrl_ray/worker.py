@@ -323,14 +323,14 @@ class Worker:
         self.stop = self.stop or ack.stop
         self.throttled = ack.throttled
         self.global_env_steps = max(self.global_env_steps, ack.env_steps)
-        # Take the weights the learner published while this worker waited (throttled, it
-        # would otherwise act with those of its last push, a whole wait behind); the wait
-        # was long, the fetch is short.
-        self._take_weights(ack.weights, now=True)
         if need_weights:
             self.times.weights_wait_s += time.monotonic() - t0
         else:
             self.times.push_wait_s += time.monotonic() - t0
+        # Take the weights the learner published while this worker waited (throttled, it
+        # would otherwise act with those of its last push, a whole wait behind); the wait
+        # was long, the fetch is short (and counted as weights_wait_s by _take_weights).
+        self._take_weights(ack.weights, now=True)
         return not (self.stop or self._needs_newer_weights() or self.throttled)
 
     # ----- fault injection (general_cfg.fault_injection) -----
