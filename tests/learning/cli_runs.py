@@ -16,11 +16,12 @@ import pytest
 from tests.conftest import ROOT, run_main
 from tests.side_by_side import Outcome, selected_tests, side_by_side
 
-#: id -> (yaml under configs/, extra overrides, threshold on the best eval return)
-Cases = Mapping[str, tuple[str, tuple[str, ...], float]]
+#: id -> (yaml under configs/, extra overrides, threshold on the best eval return; None:
+#: no threshold, the run goes its whole budget)
+Cases = Mapping[str, tuple[str, tuple[str, ...], float | None]]
 
 
-def train(tasks: Path, config: str, overrides: Iterable[str], threshold: float) -> dict:
+def train(tasks: Path, config: str, overrides: Iterable[str], threshold: float | None) -> dict:
     """One run to ``threshold``; returns the summary.json of the task directory it wrote."""
     done = run_main(
         "--yaml",
@@ -29,7 +30,7 @@ def train(tasks: Path, config: str, overrides: Iterable[str], threshold: float) 
         f"general_cfg.tasks_dir={tasks}",
         "general_cfg.progress=false",
         "general_cfg.save_fig=false",
-        f"general_cfg.reward_threshold={threshold}",
+        f"general_cfg.reward_threshold={'null' if threshold is None else threshold}",
         *overrides,
         timeout=840,
     )

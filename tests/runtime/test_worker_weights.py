@@ -10,33 +10,33 @@ whole wait behind the learner).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from algos import get_algorithm
 from joyrl_ray.clients import DataServerClient
-from joyrl_ray.config import RunConfig, load_config
 from joyrl_ray.data_server import DataServer, StopRule
 from joyrl_ray.handles import LocalHandle, LocalStore
 from joyrl_ray.worker import Worker
+from tests.conftest import make_cfg
 
 CHUNK, LEARN_START, MAX_ENV_STEPS = 64, 64, 100_000
 
 
-def test_a_held_back_worker_acts_with_the_weights_published_while_it_waited() -> None:
-    cfg = RunConfig.from_omegaconf(
-        load_config(
-            None,
-            [
-                "env_cfg.id=CartPole-v1",
-                "general_cfg.mp_backend=single",
-                "general_cfg.n_envs_per_worker=1",
-                f"general_cfg.worker_chunk_steps={CHUNK}",
-                f"general_cfg.max_env_steps={MAX_ENV_STEPS}",
-                f"algo_cfg.learn_start={LEARN_START}",
-                "algo_cfg.batch_size=32",
-                "algo_cfg.updates_per_step=1",
-            ],
-        )
+def test_a_held_back_worker_acts_with_the_weights_published_while_it_waited(
+    tmp_path: Path,
+) -> None:
+    cfg = make_cfg(
+        tmp_path,
+        "env_cfg.id=CartPole-v1",
+        "general_cfg.mp_backend=single",
+        "general_cfg.n_envs_per_worker=1",
+        f"general_cfg.worker_chunk_steps={CHUNK}",
+        f"general_cfg.max_env_steps={MAX_ENV_STEPS}",
+        f"algo_cfg.learn_start={LEARN_START}",
+        "algo_cfg.batch_size=32",
+        "algo_cfg.updates_per_step=1",
     )
     server = DataServer(
         stop_rule=StopRule(max_env_steps=MAX_ENV_STEPS),
