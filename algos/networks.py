@@ -86,6 +86,9 @@ def output_dim(network: nn.Sequential) -> int:
 
 def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     """Polyak averaging: target <- (1 - tau) * target + tau * source."""
-    with torch.no_grad():
-        for t, s in zip(target.parameters(), source.parameters(), strict=True):
-            t.mul_(1.0 - tau).add_(s, alpha=tau)
+    targets, sources = list(target.parameters()), list(source.parameters())
+    if len(targets) != len(sources):
+        raise ValueError(f"soft_update: {len(targets)} target tensors, {len(sources)} source")
+    with torch.no_grad():  # two multi-tensor ops, not two per tensor: the same arithmetic
+        torch._foreach_mul_(targets, 1.0 - tau)
+        torch._foreach_add_(targets, sources, alpha=tau)

@@ -45,7 +45,8 @@ class SumTree:
         self._mins[nodes] = values
         self._max = max(self._max, float(values.max()))
         for _ in range(self.depth):
-            nodes = np.unique(nodes >> 1)
+            # A parent named twice is written twice with the same sum: cheaper than np.unique.
+            nodes = nodes >> 1
             left = 2 * nodes
             self._sums[nodes] = self._sums[left] + self._sums[left + 1]
             self._mins[nodes] = np.minimum(self._mins[left], self._mins[left + 1])

@@ -23,17 +23,17 @@ EVAL_SHARE_TEST = "test_online_evaluation_takes_under_1_percent_of_the_learners_
 #: id -> (yaml under configs/, extra overrides, threshold on the best eval return); the
 #: longest runs first.
 CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
-    "sac-pendulum": ("pendulum_sac", (), -200.0),
-    "td3-pendulum": ("pendulum_td3", (), -200.0),
-    "dqn-per-cartpole": ("cartpole_dqn_per", (DQN_BUDGET,), 475.0),
-    "dqn-cartpole": ("cartpole_dqn", (DQN_BUDGET,), 475.0),
-    "doubledqn-cartpole": ("cartpole_dqn", (DQN_BUDGET, "general_cfg.algo_name=DoubleDQN"), 475.0),
-    "dqn-nstep3-cartpole": ("cartpole_dqn", (DQN_BUDGET, "algo_cfg.n_step=3"), 475.0),
     "duelingdqn-cartpole": (
         "cartpole_dqn",
         (DQN_BUDGET, "general_cfg.algo_name=DuelingDQN"),
         475.0,
     ),
+    "dqn-per-cartpole": ("cartpole_dqn_per", (DQN_BUDGET,), 475.0),
+    "dqn-cartpole": ("cartpole_dqn", (DQN_BUDGET,), 475.0),
+    "dqn-nstep3-cartpole": ("cartpole_dqn", (DQN_BUDGET, "algo_cfg.n_step=3"), 475.0),
+    "doubledqn-cartpole": ("cartpole_dqn", (DQN_BUDGET, "general_cfg.algo_name=DoubleDQN"), 475.0),
+    "td3-pendulum": ("pendulum_td3", (), -200.0),
+    "sac-pendulum": ("pendulum_sac", (), -200.0),
     "ppo-cartpole": ("cartpole_ppo", (), 475.0),
 }
 #: The evaluation-share test's own run: a fixed 16k env steps (no threshold to stop at),

@@ -18,9 +18,9 @@ from tests.side_by_side import Outcome
 #: id -> (yaml under configs/, overrides, threshold on the best eval return); the longest
 #: runs first.
 CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
+    "dqn-cartpole": ("cartpole_dqn", ("general_cfg.max_env_steps=60000",), 475.0),
     "td3-pendulum": ("pendulum_td3", ("general_cfg.max_env_steps=20000",), -200.0),
     "sac-pendulum": ("pendulum_sac", ("general_cfg.max_env_steps=12000",), -200.0),
-    "dqn-cartpole": ("cartpole_dqn", ("general_cfg.max_env_steps=60000",), 475.0),
     "ppo-cartpole": ("cartpole_ppo", ("general_cfg.max_env_steps=50000",), 475.0),
     "ppo-gaussian-pendulum": ("pendulum_ppo", ("general_cfg.max_env_steps=100000",), -300.0),
     # The DQN variants, on seed 2, to 200 within 20k env steps.
