@@ -53,6 +53,7 @@ from envs.registry import make_env_fn  # noqa: E402
 from joyrl_ray.config import RunConfig, load_config  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
 from joyrl_ray.data_server import StopRule  # noqa: E402
+from joyrl_ray.worker import initial_net_seed  # noqa: E402
 
 DEFAULT_LEARN_YAML = ROOT / "configs" / "cartpole_dqn.yaml"
 
@@ -111,6 +112,11 @@ def bare_loop(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, float]
     n_envs = cfg.general.n_envs_per_worker
     envs = make_envs(cfg)
     spec = get_algorithm(cfg.general.algo_name)
+    # Worker 0's initial net: an untrained net's episode lengths set how often envs reset,
+    # which moves steps/s by 10-30%, so both sides must act with the same one.
+    net_seed = initial_net_seed(cfg.general.seed, 0)
+    if net_seed is not None:
+        torch.manual_seed(net_seed)
     policy = spec.policy_cls(
         cfg.algo,
         envs.single_observation_space,

@@ -150,6 +150,12 @@ def _stack_rows(rows: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(rows).reshape(len(rows), *first.shape)
 
 
+def initial_net_seed(seed: int, worker_id: int) -> int | None:
+    """Torch seed of worker ``worker_id``'s own initial acting net (a seeded run's workers
+    act alike before the first weights arrive, on either backend)."""
+    return derive_seed(seed, "torch", worker_id, "init")
+
+
 class Worker:
     """Collects experience for one run; the same class is a Ray actor or a plain object."""
 
@@ -176,6 +182,9 @@ class Worker:
         )
         self.env_error_count = 0  # _make_envs seeds injected env errors with it
         self.envs = self._make_envs()
+        net_seed = initial_net_seed(general.seed, worker_id)
+        if net_seed is not None:  # the net it acts with until the learner's weights arrive
+            torch.manual_seed(net_seed)
         self.policy = spec.policy_cls(
             cfg.algo,
             self.envs.single_observation_space,
