@@ -284,13 +284,14 @@ class DataServer:
             return False
         self.counters.env_steps += report.env_steps
         episodes, trajs = report.episodes, report.trajectories
+        keep = len(episodes)
         limit = self.stop_rule.max_episode
         if limit > 0:
             room = max(limit - self.counters.episodes, 0)
-            self.episodes_dropped += max(len(episodes) - room, 0)
-            episodes, trajs = episodes[:room], trajs[: room if trajs else 0]
-        self.counters.episodes += len(episodes)
-        self.pending_episodes.extend(episodes)
+            self.episodes_dropped += max(keep - room, 0)
+            keep, trajs = min(keep, room), trajs[: room if trajs else 0]
+        self.counters.episodes += keep
+        self.pending_episodes.extend(episodes.reports(report.worker_id, keep))
         self.pending_trajectories.extend(trajs)
         self._check_limits()
         return True

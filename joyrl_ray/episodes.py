@@ -23,7 +23,7 @@ class EpisodeTracker:
 
     def track(
         self, rewards: np.ndarray, done: np.ndarray
-    ) -> tuple[list[float], list[int], list[int]]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Add a chunk of ``[time, env]`` steps; returns the returns, lengths and ending rows
         (time index within the chunk) of the episodes that ended in it, in order of ending.
 
@@ -32,7 +32,7 @@ class EpisodeTracker:
         """
         n_rows = len(rewards)
         if n_rows == 0:
-            return [], [], []
+            return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
         totals = np.cumsum(rewards, axis=0, dtype=np.float64)
         rows, envs = np.nonzero(done)  # ordered by row, then env
         by_env = np.lexsort((rows, envs))  # each env's ends in order
@@ -52,11 +52,7 @@ class EpisodeTracker:
         self.returns[ended] = totals[-1, ended] - totals[at, ended]
         self.lengths[ended] = n_rows - 1 - at
         in_time_order = np.argsort(by_env)
-        return (
-            returns[in_time_order].tolist(),
-            lengths[in_time_order].tolist(),
-            rows.tolist(),
-        )
+        return returns[in_time_order], lengths[in_time_order].astype(np.int64), rows
 
     def reset(self) -> int:
         """Forget every running episode (e.g. after an env error); returns how many there were."""
