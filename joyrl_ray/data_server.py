@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -84,6 +85,15 @@ class DataServerStats:
     busy_s: float
 
 
+class _Rollout(NamedTuple):
+    """A worker's on-policy rollout, queued until every active worker has sent one."""
+
+    version: int  # the weights version it was collected with
+    steps: int  # env steps in it
+    worker_id: int
+    batch: Batch
+
+
 @dataclass
 class _Round:
     """One learner round: decided by the first learner that asks, served to every rank."""
@@ -139,7 +149,7 @@ class DataServer:
                 assert self.replay is not None
                 self.frames = FrameStore(frame_capacity(self.replay.buffer_size))
                 self.frames.load_state_dict(buffer_state)
-        self.rollouts: list[tuple[int, int, Batch]] = []  # (weights version, env steps, rollout)
+        self.rollouts: list[_Rollout] = []
         start = counters or Counters()
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
         self.updates_granted = start.updates
@@ -365,7 +375,7 @@ class DataServer:
             elif version != self.weights_version:
                 self.dropped["stale_rollout"] += steps
             else:
-                self.rollouts.append((version, steps, rollout))
+                self.rollouts.append(_Rollout(version, steps, worker_id, rollout))
             self._changed()
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
@@ -479,7 +489,7 @@ class DataServer:
         with self._cond:
 
             def ready() -> bool:
-                fresh = sum(1 for r in self.rollouts if self._fresh(r[0]))
+                fresh = sum(1 for r in self.rollouts if self._fresh(r.version))
                 return (
                     round_id in self.rounds
                     or self.stop_reason is not None
@@ -499,16 +509,20 @@ class DataServer:
         return self.weights_version > 0 and version == self.weights_version
 
     def _make_rollout_round(self) -> _Round:
-        for _, steps, _ in (r for r in self.rollouts if not self._fresh(r[0])):
-            self.dropped["stale_rollout"] += steps
-        self.rollouts = [r for r in self.rollouts if self._fresh(r[0])]
+        for stale in (r for r in self.rollouts if not self._fresh(r.version)):
+            self.dropped["stale_rollout"] += stale.steps
+        # In worker order, not in order of arrival: a seeded run learns from the same
+        # joined rollout on either backend, however the workers' pushes raced.
+        self.rollouts = sorted(
+            (r for r in self.rollouts if self._fresh(r.version)), key=lambda r: r.worker_id
+        )
         if self.stop_reason is not None:
             return _Round(stop=True)
         count = len(self.active_workers)
         if len(self.rollouts) < count:
             return _Round()  # the deadline passed first: an empty round for every learner
         taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
-        joined = concat([rollout for _, _, rollout in taken], axis=1)
+        joined = concat([r.batch for r in taken], axis=1)
         n_envs = joined["rewards"].shape[1]
         per_rank = n_envs // self.n_learners
         length = joined["rewards"].shape[0]
@@ -625,8 +639,8 @@ class DataServer:
     def finish(self) -> None:
         """At the end of a run: queued rollouts nobody learned from are dropped, counted."""
         with self._cond:
-            for _, steps, _ in self.rollouts:
-                self.dropped["unused_at_stop"] += steps
+            for unused in self.rollouts:
+                self.dropped["unused_at_stop"] += unused.steps
             self.rollouts = []
 
     def buffer_state(self) -> dict[str, np.ndarray] | None:
