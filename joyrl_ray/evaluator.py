@@ -37,11 +37,20 @@ class Evaluator:
         render_mode: str | None = None,
         stream: str = "eval",
     ) -> None:
-        self.env = make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
+        self.make = lambda: make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
+        self.env = self.make()
+        self.side_envs: list[gym.Env] = []  # evaluate()'s other envs, made when first needed
         self.policy = policy
         self.seed = seed
         self.stream = stream
         self.episodes_run = 0
+
+    def _episode_seed(self) -> int:
+        episode_seed = derive_seed(self.seed, self.stream, self.episodes_run)
+        if episode_seed is None:  # unseeded run: still a different start every episode
+            episode_seed = int(np.random.default_rng().integers(2**31))
+        self.episodes_run += 1
+        return episode_seed
 
     def run_episode(self, on_step: Callable[[Any], None] | None = None) -> tuple[float, int]:
         """One greedy episode: (return, length); ``on_step(env)`` sees every frame.
@@ -49,11 +58,7 @@ class Evaluator:
         ``on_step`` is called before every step and once after the last one (e.g. to
         capture ``env.render()``); with ``render_mode: human`` the env draws by itself.
         """
-        episode_seed = derive_seed(self.seed, self.stream, self.episodes_run)
-        if episode_seed is None:  # unseeded run: still a different start every episode
-            episode_seed = int(np.random.default_rng().integers(2**31))
-        self.episodes_run += 1
-        obs, _ = self.env.reset(seed=episode_seed)
+        obs, _ = self.env.reset(seed=self._episode_seed())
         total, length = 0.0, 0
         while True:
             if on_step is not None:
@@ -68,15 +73,33 @@ class Evaluator:
                 return total, length
 
     def evaluate(self, n_episodes: int) -> dict[str, Any]:
-        returns, lengths = [], []
-        for _ in range(n_episodes):
-            ret, length = self.run_episode()
-            returns.append(ret)
-            lengths.append(length)
+        """``n_episodes`` greedy episodes side by side, one env each, acting for all of them
+        in one forward pass per step: the episodes (and seeds) of ``run_episode`` called
+        ``n_episodes`` times, in a fraction of its time (an evaluation must keep up with
+        the checkpoints, or the one that solved the env may be skipped)."""
+        while len(self.side_envs) < n_episodes - 1:
+            self.side_envs.append(self.make())
+        envs = [self.env, *self.side_envs][:n_episodes]
+        obs = [env.reset(seed=self._episode_seed())[0] for env in envs]
+        returns, lengths = [0.0] * len(envs), [0] * len(envs)
+        running = list(range(len(envs)))
+        while running:
+            actions, _ = self.policy.act(
+                np.stack([obs[i] for i in running]), explore=False, env_steps=0
+            )
+            still_running = []
+            for i, action in zip(running, self.policy.env_action(actions), strict=True):
+                obs[i], reward, terminated, truncated, _ = envs[i].step(action)
+                returns[i] += float(reward)
+                lengths[i] += 1
+                if not (terminated or truncated):
+                    still_running.append(i)
+            running = still_running
         return summarize_returns(returns, lengths)
 
     def close(self) -> None:
-        self.env.close()
+        for env in [self.env, *self.side_envs]:
+            env.close()
 
 
 @dataclass
