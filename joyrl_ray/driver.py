@@ -136,10 +136,13 @@ class Driver:
 
     def _finish_evals(self) -> None:
         """Take the evaluations still queued or running, within the end's deadline; none
-        after a signal or a stall (they are counted as skipped)."""
+        after a signal or a stall, nor once an evaluation reached the reward threshold
+        (the run is solved: later checkpoints would only delay its end). Those not taken
+        are counted as skipped."""
         deadline = time.monotonic() + self.end_wait_s
+        solved = self.outcome.stop_reason == "reward_threshold"
         while self.eval_in_flight or self.eval_queue:
-            if self._signalled() or self.hurried or time.monotonic() > deadline:
+            if solved or self._signalled() or self.hurried or time.monotonic() > deadline:
                 break
             self._pump_evals()
             time.sleep(0.1)
@@ -210,8 +213,6 @@ class Driver:
         self.outcome.worker_restarts = reports.worker_restarts
         if reports.counters.env_steps and self.outcome.first_data_at is None:
             self.outcome.first_data_at = time.monotonic()
-            if isinstance(self.runtime, RayRuntime):
-                self.runtime.start_evaluator()
         for place in reports.placements:
             self.outcome.placements[place.role] = place
         if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:

@@ -224,14 +224,17 @@ class RayRuntime:
         self.spaces = spaces
         self.evaluates = learner is not None and general.online_eval
         self.finished = False
+        self.start_evaluator()
 
     # ----- roles -----
     def start_evaluator(self) -> None:
-        """The evaluator actor, once the first data is in (the driver calls this then).
+        """The evaluator actor, started with the other roles.
 
-        Not at start-up: its process (importing torch, building a policy) would compete for
-        the cores with the roles that learning waits for, and it has nothing to do until the
-        first checkpoint.
+        Its process start (importing torch, building a policy) delays the first data by
+        about a second on 2 cores; started only once data came in, it was still starting
+        when PPO's first checkpoints came, and evaluating only the newest checkpoint then,
+        it skipped the one that solved CartPole (seed 1: solved at 40,960 env steps instead
+        of 10,240, 5 s later).
         """
         if self.evaluates and self.evaluator_actor is None:
             self.restart_evaluator()
