@@ -60,6 +60,10 @@ def ray_session():
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+        # address="local": a bare init would join whatever cluster a stale file in Ray's
+        # temp dir names (a cluster test's `ray start`, say) instead of starting our own.
+        ray.init(
+            address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING
+        )
     yield ray
     ray.shutdown()
