@@ -1,7 +1,8 @@
 """The Ray versions joyrl-ray runs on, checked before anything starts.
 
 Why: ``joyrl_ray/ray_cluster.py`` uses Ray internals (``ray._private.services``,
-``ray._raylet``'s token loader and config, Ray 2.60's token-authentication rules) that
+``ray._raylet``'s token loader and config, Ray 2.60's token-authentication rules, the
+local node's process table to stop the autoscaler monitor before ``ray.shutdown``) that
 change between minor releases without notice. Another Ray fails there in odd ways, far
 from the cause; this check says it in one line instead. Widen :data:`SUPPORTED_RAY` (and
 the pin in requirements.txt, which a test keeps equal) only after the suite passed on the
