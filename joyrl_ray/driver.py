@@ -37,6 +37,10 @@ END_WAIT_S = 120.0  # how long the roles get to finish after the stop
 # stuck roles will not finish): the learner hands in its final checkpoint within a second
 # or two, and evaluations still running are not waited for.
 HURRIED_END_WAIT_S = 10.0
+# Checkpoints waiting for the evaluator. The driver takes checkpoints in batches (every
+# DRAIN_EVERY_S), so several come at once on fast runs (PPO on CartPole: 3-4); each is
+# evaluated, in order. Only when evaluation falls further behind is the oldest one dropped.
+EVAL_QUEUE = 4
 FAILURE_STOPS = {
     "data_server_failed",
     "learner_failed",
@@ -87,7 +91,7 @@ class Driver:
         self.outcome = DriveOutcome(0, None, None, best_return=best_return)
         self.latest_state: bytes | None = None
         self.eval_in_flight: tuple[Call[EvalResult], CheckpointReport] | None = None
-        self.eval_queue: deque[CheckpointReport] = deque(maxlen=1)
+        self.eval_queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE)
         self.progress_mark = (time.monotonic(), -1, -1)
         self.placement_announced = False
         self.server_alive = True
@@ -291,8 +295,6 @@ class Driver:
                 result = call.result(timeout_s=END_WAIT_S)
             except RoleError as exc:
                 self.recorder.log(f"evaluation at {checkpoint.updates} updates failed: {exc}")
-                if isinstance(exc, RoleDied) and isinstance(self.runtime, RayRuntime):
-                    self.runtime.restart_evaluator()
             else:
                 self._take_eval(result, checkpoint)
 

@@ -2,7 +2,9 @@
 
 A handle runs a role's method by name and returns a :class:`Call` whose ``result`` gives
 the value or raises. With ``mp_backend: single`` the method runs at once in this process
-(:class:`LocalHandle`); with ``ray`` it is an actor task (:class:`RayHandle`). Errors are
+(:class:`LocalHandle`); with ``ray`` it is an actor task (:class:`RayHandle`), or, for a role
+that lives in the driver's process, a task on a thread of its own (:class:`ThreadHandle`).
+Errors are
 the same on both: :class:`RoleFailed` when the method raised, :class:`RoleDied` when the
 role's process is gone, :class:`CallTimeout` when no answer came within the deadline.
 
@@ -12,6 +14,10 @@ travels by reference, ``get`` opens it where it is needed.
 
 from __future__ import annotations
 
+import queue
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -84,11 +90,89 @@ class LocalHandle:
             return DoneCall(error=error)
 
 
+class ThreadCall(Generic[T]):
+    """A method running on a :class:`ThreadHandle`'s thread."""
+
+    def __init__(self, future: Future[T], role: str, method: str) -> None:
+        self.future, self.role, self.method = future, role, method
+
+    def result(self, timeout_s: float | None = None) -> T:
+        try:
+            return self.future.result(timeout=timeout_s)
+        except FutureTimeout:
+            raise CallTimeout(
+                f"{self.role}.{self.method} gave no answer within {timeout_s:g} s"
+            ) from None
+        except Exception as exc:
+            raise RoleFailed(f"{self.role}.{self.method} failed: {first_line(exc)}") from exc
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    @property
+    def completion(self) -> Future[T]:
+        """Completes when the call does (to wait on beside Ray's calls)."""
+        return self.future
+
+
+class ThreadHandle:
+    """Runs a plain object's methods one at a time on a daemon thread of their own.
+
+    For a role that lives in the driver's process on the Ray backend (the online
+    evaluator): the driver's loop goes on while it works, and no process has to start
+    and import torch for it. The thread never blocks the process's exit.
+    """
+
+    def __init__(self, target: Any, role: str) -> None:
+        self.target = target
+        self.role = role
+        self._tasks: queue.SimpleQueue[tuple[Future[Any], str, tuple, dict] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._serve, name=role, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            future, method, args, kwargs = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(getattr(self.target, method)(*args, **kwargs))
+            except Exception as exc:  # surfaced at result(), as a remote error would be
+                future.set_exception(exc)
+
+    def invoke(self, method: str, *args: Any, **kwargs: Any) -> Call[Any]:
+        future: Future[Any] = Future()
+        self._tasks.put((future, method, args, kwargs))
+        return ThreadCall(future, self.role, method)
+
+    def close(self) -> None:
+        """Drop the calls not yet started and let the thread end after the current one."""
+        while True:
+            try:
+                task = self._tasks.get_nowait()
+            except queue.Empty:
+                break
+            if task is not None:
+                task[0].cancel()
+        self._tasks.put(None)
+
+
 class RayCall(Generic[T]):
     """An actor task's result; Ray's errors become :class:`RoleError` subclasses."""
 
     def __init__(self, ref: Any, role: str, method: str) -> None:
         self.ref, self.role, self.method = ref, role, method
+        self._completion: Future[T] | None = None
+
+    @property
+    def completion(self) -> Future[T]:
+        """Completes when the task does: with :class:`ThreadCall` s, one wait covers calls
+        into actors and into this process's threads alike."""
+        if self._completion is None:
+            self._completion = self.ref.future()
+        return self._completion
 
     def result(self, timeout_s: float | None = None) -> T:
         import ray

@@ -17,6 +17,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,8 @@ from joyrl_ray.handles import (
     RayStore,
     RoleDied,
     RoleFailed,
+    ThreadCall,
+    ThreadHandle,
     first_line,
 )
 from joyrl_ray.learner import Learner, LearnerResult, LearnerStats
@@ -42,7 +45,6 @@ from joyrl_ray.placement import (
     Requests,
     actor_options,
     data_server_options,
-    driver_node_options,
     learner_group,
     wait_for_death,
     worker_strategy,
@@ -202,8 +204,12 @@ class RayRuntime:
         self.learners: list[Any] = []
         self.learner_generation = 0
         self.group: Any = None
-        if learner is not None:  # reserved first; the learners start once workers are asked for
+        if learner is not None:  # reserved first, so that workers cannot take its resources
             self.group = learner_group(general, requests.learner or {})
+            # Created before the workers: on-policy workers wait for the learner's first
+            # weights, and the learner has more to start (an optimizer imports torch's
+            # compiler, about a CPU-second), so it gets the first of Ray's prestarted processes.
+            self._create_learners(learner.start_state)
         # Ray restarts a dead worker (up to its own budget) and runs its loop again there.
         worker_cls = ray.remote(Worker).options(
             **actor_options(requests.worker),
@@ -218,9 +224,9 @@ class RayRuntime:
         for i, actor in enumerate(self.workers):
             self._submit(WorkerClient(RayHandle(f"worker {i}", actor=actor)).run(), "worker", i)
         if learner is not None:  # workers and learners start side by side, neither waits
-            self._start_learners(learner.start_state)
+            self._run_learners()
         self.evaluator: EvaluatorClient | None = None
-        self.evaluator_actor = None
+        self._evaluator_thread: ThreadHandle | None = None
         self.spaces = spaces
         self.evaluates = learner is not None and general.online_eval
         self.finished = False
@@ -228,33 +234,31 @@ class RayRuntime:
 
     # ----- roles -----
     def start_evaluator(self) -> None:
-        """The evaluator actor, started with the other roles.
+        """The online evaluator: in this (the driver's) process, on a thread of its own.
 
-        Its process start (importing torch, building a policy) delays the first data by
-        about a second on 2 cores; started only once data came in, it was still starting
-        when PPO's first checkpoints came, and evaluating only the newest checkpoint then,
-        it skipped the one that solved CartPole (seed 1: solved at 40,960 env steps instead
-        of 10,240, 5 s later).
+        An actor would be one more process importing torch while the workers and learners
+        start theirs: on 2 cores that delayed the first data by about a second, and an
+        evaluator started later was still starting when PPO's first checkpoints came (it
+        then skipped the one that solved CartPole). Here the driver has torch imported
+        already, the checkpoints' weights are here already, and the evaluator sits beside
+        the driver, which feeds it, as the actor did on the driver's node.
         """
-        if self.evaluates and self.evaluator_actor is None:
-            self.restart_evaluator()
-
-    def restart_evaluator(self) -> None:
-        """A (new) evaluator actor; the driver asks for one when the old one died."""
-        if self.evaluator_actor is not None:
-            self.ray.kill(self.evaluator_actor, no_restart=True)
-        self.evaluator_actor = (
-            self.ray.remote(OnlineEvaluator)
-            .options(num_cpus=0, **driver_node_options())  # beside the driver, which feeds it
-            .remote(self.cfg, self.spaces)
-        )
-        self.evaluator = EvaluatorClient(RayHandle("Evaluator", actor=self.evaluator_actor))
+        if self.evaluates and self.evaluator is None:
+            self._evaluator_thread = ThreadHandle(
+                OnlineEvaluator(self.cfg, self.spaces), "Evaluator"
+            )
+            self.evaluator = EvaluatorClient(self._evaluator_thread)
 
     def _submit(self, call: Call[Any], role: str, index: int) -> None:
         self.runs[call] = (role, index)
 
     def _start_learners(self, start_state: bytes | None) -> None:
         """Create the learner group in its placement group and start every rank's loop."""
+        self._create_learners(start_state)
+        self._run_learners()
+
+    def _create_learners(self, start_state: bytes | None) -> None:
+        """The learner actors, in the group's placement group (RoleDied if it cannot be placed)."""
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         general = self.cfg.general
@@ -290,11 +294,14 @@ class RayRuntime:
             )
             for rank in range(world)
         ]
+
+    def _run_learners(self) -> None:
+        """Start every rank's loop (rank 0 first names the address the group meets at)."""
         clients = [
             LearnerClient(RayHandle(f"learner {rank}", actor=a))
             for rank, a in enumerate(self.learners)
         ]
-        address = clients[0].rendezvous().result(timeout_s=120) if world > 1 else None
+        address = clients[0].rendezvous().result(timeout_s=120) if len(clients) > 1 else None
         for rank, client in enumerate(clients):
             self._submit(client.run(address), "learner", rank)
 
@@ -358,8 +365,10 @@ class RayRuntime:
             self.finished = True
             return events
         refs = {call.ref: call for call in self.runs}
-        watched = list(refs) + ([wake_on.ref] if isinstance(wake_on, RayCall) else [])
-        self.ray.wait(watched, num_returns=1, timeout=timeout_s)
+        watched = [call.completion for call in self.runs]
+        if isinstance(wake_on, RayCall | ThreadCall):
+            watched.append(wake_on.completion)
+        futures.wait(watched, timeout=timeout_s, return_when=futures.FIRST_COMPLETED)
         ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=0)
         for ref in ready:
             call = refs[ref]
@@ -384,10 +393,10 @@ class RayRuntime:
         return events
 
     def shutdown(self) -> None:
-        actors = [*self.workers, *self.learners, self.evaluator_actor, self.server_actor]
-        for actor in actors:
-            if actor is not None:
-                self.ray.kill(actor, no_restart=True)
+        for actor in [*self.workers, *self.learners, self.server_actor]:
+            self.ray.kill(actor, no_restart=True)
+        if self._evaluator_thread is not None:
+            self._evaluator_thread.close()
         if self.group is not None:
             from ray.util.placement_group import remove_placement_group
 

@@ -1,8 +1,10 @@
-"""A seeded on-policy run learns the same on Ray as in one process.
+"""A seeded on-policy run learns and is evaluated the same on Ray as in one process.
 
 On Ray, two workers' rollouts reach the DataServer in whatever order their pushes race;
 it joins each iteration's rollouts in worker order, so a seeded PPO run takes the very
 same gradient steps as with ``mp_backend: single`` and ends with the same parameters.
+Its checkpoints come faster than the driver takes them (a few at a time); each is still
+evaluated, with the same episodes, so the two backends report the same evaluations.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ PPO_RUN = (
     "algo_cfg.rollout_len=64",
     "general_cfg.max_env_steps=4096",  # 8 iterations of 2 x 4 x 64 env steps
     "general_cfg.reward_threshold=null",
-    "general_cfg.online_eval=false",
+    "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update
     "general_cfg.save_fig=false",
     "general_cfg.progress=false",
 )
@@ -37,8 +39,12 @@ def final_summary(tasks: Path, backend: str) -> dict:
 
 
 @pytest.mark.slow
-def test_seeded_ppo_on_ray_ends_with_the_parameters_of_the_single_backend(tmp_path) -> None:
+def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(tmp_path) -> None:
     single = final_summary(tmp_path / "single", "single")
     ray = final_summary(tmp_path / "ray", "ray")
     assert single["updates"] == ray["updates"] >= 6, (single["updates"], ray["updates"])
     assert ray["learners"][0]["params_digest"] == single["learners"][0]["params_digest"]
+    evaluated = [(e["updates"], e["env_steps"], e["return_mean"]) for e in ray["eval_history"]]
+    expected = [(e["updates"], e["env_steps"], e["return_mean"]) for e in single["eval_history"]]
+    assert evaluated == expected
+    assert len(evaluated) >= 6 and ray["evals_skipped"] == 0
