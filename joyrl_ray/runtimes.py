@@ -206,9 +206,9 @@ class RayRuntime:
         self.group: Any = None
         if learner is not None:  # reserved first, so that workers cannot take its resources
             self.group = learner_group(general, requests.learner or {})
-            # Created before the workers: on-policy workers wait for the learner's first
-            # weights, and the learner has more to start (an optimizer imports torch's
-            # compiler, about a CPU-second), so it gets the first of Ray's prestarted processes.
+            # Created before the workers, so that it gets one of the processes Ray prestarts:
+            # on-policy workers wait for the learner's first weights, and the learner has
+            # more to start (its optimizer imports torch's compiler: about a CPU-second).
             self._create_learners(learner.start_state)
         # Ray restarts a dead worker (up to its own budget) and runs its loop again there.
         worker_cls = ray.remote(Worker).options(

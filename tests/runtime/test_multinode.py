@@ -233,7 +233,7 @@ def _node_ids(summary: dict) -> tuple[str, str]:
 
 
 def _job_actors(cluster: TwoNodes) -> list[str]:
-    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::OnlineEvaluator")
+    names = ("ray::Worker", "ray::Learner", "ray::DataServer")
     return [
         c for n in cluster.nodes for c in descendants(n.proc.pid).values() if c.startswith(names)
     ]
