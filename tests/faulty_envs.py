@@ -69,3 +69,13 @@ class DriverOnlyEnv(CartPoleEnv):
                 "no simulator licence on this node (licence server 10.0.0.5:27000 unreachable)"
             )
         super().__init__(**kwargs)
+
+
+class EvalBrokenEnv(CartPoleEnv):
+    """CartPole whose ``step`` raises outside the run's Worker actors: on Ray, in the online
+    evaluator's envs (the driver's process) only; training goes on undisturbed."""
+
+    def step(self, action: Any) -> Any:
+        if not _in_ray_worker_actor():
+            raise RuntimeError("evaluation simulator crashed: segment 9 out of bounds")
+        return super().step(action)

@@ -1,0 +1,36 @@
+"""An online evaluation that raises is logged, and the run goes on to its end.
+
+On Ray the evaluator is a thread of the driver's process: an error there must neither
+end the run nor go unnoticed. The env used raises on every step outside the run's
+Worker actors, so on Ray only the evaluations fail, for real, while training goes on.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import ROOT, run_main
+
+
+def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(tmp_path) -> None:
+    done = run_main(
+        "--yaml",
+        str(ROOT / "configs" / "cartpole_ppo.yaml"),
+        "env_cfg.id=tests.faulty_envs:EvalBrokenEnv",
+        "general_cfg.seed=1",
+        "general_cfg.max_env_steps=6144",  # 5 updates or more
+        "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update
+        "general_cfg.reward_threshold=null",
+        "general_cfg.save_fig=false",
+        "general_cfg.progress=false",
+        f"general_cfg.tasks_dir={tmp_path}",
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
+    (task,) = tmp_path.iterdir()
+    summary = json.loads((task / "results" / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_env_steps" and summary["updates"] >= 5
+    assert summary["eval_history"] == []
+    log = (task / "logs" / "log.txt").read_text()
+    failures = [line for line in log.splitlines() if "evaluation at" in line and "failed" in line]
+    assert len(failures) >= 5, log
+    assert "evaluation simulator crashed: segment 9 out of bounds" in failures[0]
