@@ -2,11 +2,10 @@
 
 A handle runs a role's method by name and returns a :class:`Call` whose ``result`` gives
 the value or raises. With ``mp_backend: single`` the method runs at once in this process
-(:class:`LocalHandle`); with ``ray`` it is an actor task (:class:`RayHandle`), or, for a role
-that lives in the driver's process, a task on a thread of its own (:class:`ThreadHandle`).
-Errors are
-the same on both: :class:`RoleFailed` when the method raised, :class:`RoleDied` when the
-role's process is gone, :class:`CallTimeout` when no answer came within the deadline.
+(:class:`LocalHandle`); with ``ray`` it is an actor task (:class:`RayHandle`), or, for a
+role that lives in the driver's process, a task on a thread of its own (:class:`ThreadHandle`).
+Errors are the same on both: :class:`RoleFailed` when the method raised, :class:`RoleDied`
+when the role's process is gone, :class:`CallTimeout` when no answer came within the deadline.
 
 An :class:`ObjectStore` moves large payloads (weights) once: ``put`` returns a box that
 travels by reference, ``get`` opens it where it is needed.
@@ -168,8 +167,8 @@ class RayCall(Generic[T]):
 
     @property
     def completion(self) -> Future[T]:
-        """Completes when the task does: with :class:`ThreadCall` s, one wait covers calls
-        into actors and into this process's threads alike."""
+        """Completes when the task does; with :attr:`ThreadCall.completion`, one
+        ``concurrent.futures.wait`` covers calls into actors and into this process's threads."""
         if self._completion is None:
             self._completion = self.ref.future()
         return self._completion
