@@ -225,30 +225,21 @@ class RayRuntime:
             self._submit(WorkerClient(RayHandle(f"worker {i}", actor=actor)).run(), "worker", i)
         if learner is not None:  # workers and learners start side by side, neither waits
             self._run_learners()
+        # The online evaluator lives in this (the driver's) process, on a thread of its own.
+        # An actor would be one more process importing torch while the workers and learners
+        # start theirs: on 2 cores that delayed the first data by about a second, and an
+        # evaluator started later was still starting when PPO's first checkpoints came (it
+        # then skipped the one that solved CartPole). Here torch is imported already, the
+        # checkpoints' weights are here already, and the evaluator sits beside the driver,
+        # which feeds it.
         self.evaluator: EvaluatorClient | None = None
         self._evaluator_thread: ThreadHandle | None = None
-        self.spaces = spaces
-        self.evaluates = learner is not None and general.online_eval
+        if learner is not None and general.online_eval:
+            self._evaluator_thread = ThreadHandle(OnlineEvaluator(cfg, spaces), "Evaluator")
+            self.evaluator = EvaluatorClient(self._evaluator_thread)
         self.finished = False
-        self.start_evaluator()
 
     # ----- roles -----
-    def start_evaluator(self) -> None:
-        """The online evaluator: in this (the driver's) process, on a thread of its own.
-
-        An actor would be one more process importing torch while the workers and learners
-        start theirs: on 2 cores that delayed the first data by about a second, and an
-        evaluator started later was still starting when PPO's first checkpoints came (it
-        then skipped the one that solved CartPole). Here the driver has torch imported
-        already, the checkpoints' weights are here already, and the evaluator sits beside
-        the driver, which feeds it, as the actor did on the driver's node.
-        """
-        if self.evaluates and self.evaluator is None:
-            self._evaluator_thread = ThreadHandle(
-                OnlineEvaluator(self.cfg, self.spaces), "Evaluator"
-            )
-            self.evaluator = EvaluatorClient(self._evaluator_thread)
-
     def _submit(self, call: Call[Any], role: str, index: int) -> None:
         self.runs[call] = (role, index)
 
