@@ -24,7 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from joyrl_ray.cli import run_from_cli
 
-    return run_from_cli(args.yaml, args.overrides, started_at=STARTED_AT)
+    code = run_from_cli(args.yaml, args.overrides, started_at=STARTED_AT)
+    from joyrl_ray.heap import freeze_startup_heap
+
+    freeze_startup_heap()  # everything is written and closed: exit without a last full walk
+    return code
 
 
 if __name__ == "__main__":

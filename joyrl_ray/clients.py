@@ -146,6 +146,9 @@ class DataServerClient(_Client):
     def drain_reports(self) -> Call[Reports]:
         return self._call(DataServer.drain_reports)
 
+    def wait_for_news(self, seen: int, timeout_s: float) -> Call[int]:
+        return self._call(DataServer.wait_for_news, seen, timeout_s)
+
     def request_stop(self, reason: str, detail: str | None = None) -> Call[None]:
         return self._call(DataServer.request_stop, reason, detail)
 

@@ -33,6 +33,7 @@ from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from joyrl_ray.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data_needs import DataNeeds, ReplayNeeds, RolloutNeeds
 from joyrl_ray.handles import LocalStore, ObjectStore
+from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
     CheckpointReport,
     Counters,
@@ -176,6 +177,8 @@ class DataServer:
         self.pending_episodes: list[EpisodeReport] = []
         self.pending_learner: list[LearnerReport] = []
         self.pending_checkpoints: list[CheckpointReport] = []
+        # Counts what the driver should see at once: checkpoints handed in and the stop.
+        self.news_seq = 0
         self.pending_trajectories: list[Trajectory] = []
         self.pending_env_errors: list[str] = []
         # Where each role runs, this one first (the driver's "cluster: ..." line).
@@ -191,6 +194,7 @@ class DataServer:
         self.worker_restarts: Counter[int] = Counter()
         self.pending_events: list[str] = []  # lines for the run's log
         self.busy_s = 0.0
+        freeze_startup_heap()
 
     # ----- waiting -----
     def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
@@ -586,6 +590,7 @@ class DataServer:
         """A checkpoint for the driver to write (and to evaluate when ``report.evaluate``)."""
         with self._cond:
             self.pending_checkpoints.append(report)
+            self._news()
 
     # ----- driver -----
     def _check_limits(self) -> None:
@@ -598,7 +603,22 @@ class DataServer:
     def _stop(self, reason: str, detail: str | None = None) -> None:
         if self.stop_reason is None:
             self.stop_reason, self.stop_detail = reason, detail
-            self._changed()
+            self._news()
+
+    def _news(self) -> None:
+        self.news_seq += 1
+        self._changed()
+
+    def wait_for_news(self, seen: int, timeout_s: float) -> int:
+        """Answers once there is news past ``seen`` (a checkpoint, the stop) or after
+        ``timeout_s``: the news count to pass next time.
+
+        The driver on Ray waits on this beside its roles, so a checkpoint is written and
+        evaluated when it comes, not at the driver's next periodic drain.
+        """
+        with self._cond:
+            self._cond.wait_for(lambda: self.news_seq > seen, timeout=timeout_s)
+            return self.news_seq
 
     def request_stop(self, reason: str, detail: str | None = None) -> None:
         with self._cond:

@@ -30,16 +30,17 @@ from joyrl_ray.recorder import Recorder
 from joyrl_ray.runtimes import LocalRuntime, RayRuntime, RoleEvents
 from joyrl_ray.signals import StopSignals, running
 
-DRAIN_EVERY_S = 0.5
+DRAIN_EVERY_S = 0.5  # at least this often; a checkpoint or the stop wakes the driver at once
 DRAIN_TIMEOUT_S = 30.0
 END_WAIT_S = 120.0  # how long the roles get to finish after the stop
 # The same after SIGINT / SIGTERM (a scheduler's grace period may be short) or a stall (the
 # stuck roles will not finish): the learner hands in its final checkpoint within a second
 # or two, and evaluations still running are not waited for.
 HURRIED_END_WAIT_S = 10.0
-# Checkpoints waiting for the evaluator. The driver takes checkpoints in batches (every
-# DRAIN_EVERY_S), so several come at once on fast runs (PPO on CartPole: 3-4); each is
-# evaluated, in order. Only when evaluation falls further behind is the oldest one dropped.
+# Checkpoints waiting for the evaluator. The driver takes each checkpoint when it comes (the
+# runtime wakes it), but an evaluation can take longer than the learner needs for the next
+# one (PPO on CartPole: a checkpoint every ~0.25 s); each is evaluated, in order. Only when
+# evaluation falls further behind is the oldest one dropped.
 EVAL_QUEUE = 4
 FAILURE_STOPS = {
     "data_server_failed",

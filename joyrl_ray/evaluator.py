@@ -2,8 +2,8 @@
 
 :class:`Evaluator` plays greedy episodes with a given policy (test-mode videos use it
 directly). :class:`OnlineEvaluator` is the role that evaluates checkpoints beside learning:
-a Ray actor on the Ray backend, an object the driver calls in between turns in one
-process. The learner never waits for it.
+on a thread of the driver on the Ray backend, an object the driver calls in between turns
+in one process. The learner never waits for it.
 """
 
 from __future__ import annotations

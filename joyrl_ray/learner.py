@@ -34,6 +34,7 @@ from joyrl_ray.config import RunConfig
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.distributed import ProcessGroup
 from joyrl_ray.handles import RoleDied
+from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
     CheckpointReport,
     Counters,
@@ -132,6 +133,7 @@ class Learner:
         self.times = LearnerTimes()
         self.reported_times = LearnerTimes()
         self.group: ProcessGroup | None = None
+        freeze_startup_heap()
 
     # ----- state -----
     def _restore(self, checkpoint: dict[str, Any]) -> None:

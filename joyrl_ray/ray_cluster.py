@@ -28,7 +28,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,8 @@ UPLOAD_EXCLUDES = [
 ]
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by the job supervisor for a job's driver
 CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the gRPC probe: worst case ~10 s
+# Ray stops in well under a second here; past this the run ends anyway (see RaySession.close).
+TEARDOWN_TIMEOUT_S = 60.0
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 TOKEN_HELP = (
     "copy the head node's token (`ray get-auth-token` on the head) to ~/.ray/auth_token "
@@ -407,23 +411,26 @@ class RaySession:
     """Ray for one run, started (or attached) in a background thread while the driver checks
     its input, builds the task directory and probes the env.
 
-    The thread stays alive until :meth:`close`: Ray's processes are started with a parent-
-    death signal bound to the thread that spawned them, so they must not outlive it, and
-    they do not outlive this process either (a SIGKILL of the driver takes them down).
+    The same thread stops Ray again: Ray's processes are started with a parent-death signal
+    bound to the thread that spawned them, so they must not outlive it, and they do not
+    outlive this process either (a SIGKILL of the driver takes them down). A run asks for the
+    stop as soon as its roles are gone (:meth:`begin_close`), so Ray's teardown overlaps the
+    driver's last writes (summary, figures), and :meth:`close` waits for it.
     """
 
     def __init__(self, address: str | None, *, num_cpus: int | None = None) -> None:
         self.address, self.num_cpus = address, num_cpus
         self.mode: str | None = None
         self.error: BaseException | None = None
-        self._ready, self._done = threading.Event(), threading.Event()
+        self.teardown_s: float | None = None  # how long stopping (or leaving) Ray took
+        self._ready, self._closing = threading.Event(), threading.Event()
         quiet = _QuietStart()
         for name in (
             "ray._private.worker",
             "ray._private.authentication.authentication_token_setup",
         ):
             logging.getLogger(name).addFilter(quiet)
-        self._thread = threading.Thread(target=self._main, name="ray-start", daemon=True)
+        self._thread = threading.Thread(target=self._main, name="ray-session", daemon=True)
         self._thread.start()
 
     def _main(self) -> None:
@@ -432,7 +439,15 @@ class RaySession:
         except BaseException as exc:  # re-raised in the driver's thread by wait()
             self.error = exc
         self._ready.set()
-        self._done.wait()
+        self._closing.wait()
+        if self.mode is None:
+            return
+        started = time.monotonic()
+        try:
+            disconnect(self.mode)
+        except Exception as exc:  # the run's results are written: say so, and go on exiting
+            print(f"warning: stopping Ray failed: {_first_line(exc)}", file=sys.stderr)
+        self.teardown_s = round(time.monotonic() - started, 3)
 
     def wait(self) -> str:
         """The connection mode once Ray is up; raises what starting it raised."""
@@ -442,14 +457,17 @@ class RaySession:
         assert self.mode is not None
         return self.mode
 
+    def begin_close(self) -> None:
+        """Start stopping (or leaving) Ray in the background; no Ray call may follow."""
+        self._closing.set()
+
     def close(self) -> None:
-        """Stop (or leave) Ray, then let the start thread end; a second call does nothing."""
-        self._ready.wait()
-        if self._done.is_set():
-            return
-        try:
-            if self.mode is not None:
-                disconnect(self.mode)
-        finally:
-            self._done.set()
-            self._thread.join(timeout=10)
+        """Stop (or leave) Ray and wait until it is done; a second call does nothing."""
+        self.begin_close()
+        self._thread.join(timeout=TEARDOWN_TIMEOUT_S)
+        if self._thread.is_alive():
+            print(
+                f"warning: Ray did not stop within {TEARDOWN_TIMEOUT_S:g} s; "
+                "its processes end with this one",
+                file=sys.stderr,
+            )

@@ -30,6 +30,7 @@ from joyrl_ray.data_server import StopRule
 from joyrl_ray.driver import DriveOutcome, Driver
 from joyrl_ray.figures import save_reward_figures
 from joyrl_ray.handles import RoleError
+from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.learner import learner_seconds
 from joyrl_ray.messages import Counters, Placement
 from joyrl_ray.placement import (
@@ -186,6 +187,8 @@ def _run_in(
         summary = _summary(cfg, recorder, outcome, results, server_stats, started_at, start)
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
+        if session is not None:  # the last Ray call was the one above
+            session.begin_close()  # Ray stops while the summary and figures are written
         summary["nodes_lost"] = len(summary["placement"]["nodes_lost"])
         if summary["nodes_lost"]:
             recorder.log(
@@ -210,9 +213,8 @@ def _run_in(
     if announce is not None:
         announce(result)
     if session is not None:
-        teardown_started = time.monotonic()
         session.close()
-        summary["time_s"]["teardown"] = round(time.monotonic() - teardown_started, 3)
+        summary["time_s"]["teardown"] = session.teardown_s
         recorder.write_summary(summary)
     return result
 
@@ -242,6 +244,7 @@ def _drive(
     else:
         nodes_line = describe(alive_nodes())
         runtime = RayRuntime(cfg, server_kwargs, setup, spaces, requests)
+    freeze_startup_heap()  # the driver's own libraries and roles are all loaded by now
     try:
         if not train:  # workers act with the checkpoint's weights
             runtime.data_server.publish_weights(start.policy.get_weights(), 1).result(60)

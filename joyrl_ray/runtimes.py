@@ -35,6 +35,7 @@ from joyrl_ray.handles import (
     RayHandle,
     RayStore,
     RoleDied,
+    RoleError,
     RoleFailed,
     ThreadCall,
     ThreadHandle,
@@ -122,6 +123,7 @@ class LocalRuntime:
         self._stepping = list(self.workers)
         self._learning = self.learner is not None
         self._failed = False  # a role raised: its state is not to be trusted
+        self._news_seen = 0
 
     def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
         """Give every role turns for ``timeout_s``; a role that raises ends the run, as on Ray."""
@@ -147,6 +149,9 @@ class LocalRuntime:
                 break
             if not self._stepping and not self._learning:
                 self._finish()
+            if self.server.news_seq != self._news_seen:  # a checkpoint or the stop: to the driver
+                self._news_seen = self.server.news_seq
+                break
         return events
 
     def _finish(self) -> None:
@@ -234,6 +239,10 @@ class RayRuntime:
         # which feeds it.
         self.evaluator: EvaluatorClient | None = None
         self._evaluator_thread: ThreadHandle | None = None
+        # The DataServer's answer once a checkpoint or the stop comes (see advance).
+        self._news: Call[int] | None = None
+        self._news_seen = 0
+        self._news_ok = True
         if learner is not None and general.online_eval:
             self._evaluator_thread = ThreadHandle(OnlineEvaluator(cfg, spaces), "Evaluator")
             self.evaluator = EvaluatorClient(self._evaluator_thread)
@@ -350,15 +359,17 @@ class RayRuntime:
             events.failure_reason = "no_workers_left"
 
     def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
-        """Wait up to ``timeout_s`` for a role to end (or ``wake_on`` to answer); handle it."""
+        """Wait up to ``timeout_s`` for a role to end, for ``wake_on`` to answer or for news
+        for the driver (a checkpoint, the stop); handle what ended."""
         events = RoleEvents()
         if not self.runs:
             self.finished = True
             return events
         refs = {call.ref: call for call in self.runs}
         watched = [call.completion for call in self.runs]
-        if isinstance(wake_on, RayCall | ThreadCall):
-            watched.append(wake_on.completion)
+        for call in (wake_on, self._news_call(timeout_s)):
+            if isinstance(call, RayCall | ThreadCall):
+                watched.append(call.completion)
         futures.wait(watched, timeout=timeout_s, return_when=futures.FIRST_COMPLETED)
         ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=0)
         for ref in ready:
@@ -382,6 +393,18 @@ class RayRuntime:
                 self.results.learners[index] = result
         self.finished = not self.runs
         return events
+
+    def _news_call(self, timeout_s: float) -> Call[int] | None:
+        """The pending ``wait_for_news`` call to the DataServer, asked again once answered."""
+        if self._news is not None and self._news.done():
+            try:
+                self._news_seen = self._news.result(timeout_s=0)
+            except RoleError:  # the DataServer is gone: the driver's next drain says so
+                self._news_ok = False
+            self._news = None
+        if self._news is None and self._news_ok:
+            self._news = self.data_server.wait_for_news(self._news_seen, timeout_s)
+        return self._news
 
     def shutdown(self) -> None:
         for actor in [*self.workers, *self.learners, self.server_actor]:

@@ -50,6 +50,7 @@ from joyrl_ray.config import RunConfig
 from joyrl_ray.data_needs import ReplayNeeds, RolloutNeeds
 from joyrl_ray.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.handles import Call, ObjectStore, first_line
+from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
     EpisodeColumns,
     Frames,
@@ -216,6 +217,7 @@ class Worker:
         self.failed_rebuilds = 0
         self.times = WorkerTimes()
         self.kills_due: list[int] = []
+        freeze_startup_heap()
 
     def _frame_encoder(self) -> FrameEncoder | None:
         """Stacked uint8 frames (frame_stack the last wrapper) are sent to replay once each."""
