@@ -30,7 +30,7 @@ from joyrl_ray.data_server import StopRule
 from joyrl_ray.driver import DriveOutcome, Driver
 from joyrl_ray.figures import save_reward_figures
 from joyrl_ray.handles import RoleError
-from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.heap import freeze_startup_heap, thaw_heap
 from joyrl_ray.learner import learner_seconds
 from joyrl_ray.messages import Counters, Placement
 from joyrl_ray.placement import (
@@ -110,6 +110,7 @@ def run(
         (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         return _run_in(cfg, task, start, spaces, requests, started_at, announce, session)
     finally:
+        thaw_heap()  # the roles froze what they started with (freeze_startup_heap)
         if session is not None:
             session.close()
 
