@@ -146,8 +146,9 @@ class ThreadHandle:
         self._tasks.put((future, method, args, kwargs))
         return ThreadCall(future, self.role, method)
 
-    def close(self) -> None:
-        """Drop the calls not yet started and let the thread end after the current one."""
+    def close(self, last: str | None = None) -> None:
+        """Drop the calls not yet started and let the thread end after the current one,
+        and after the target's method ``last`` (e.g. one that closes what it holds)."""
         while True:
             try:
                 task = self._tasks.get_nowait()
@@ -155,6 +156,8 @@ class ThreadHandle:
                 break
             if task is not None:
                 task[0].cancel()
+        if last is not None:
+            self.invoke(last)
         self._tasks.put(None)
 
 

@@ -115,9 +115,10 @@ class LocalRuntime:
         for worker in self.workers:
             worker.start()
         self.evaluator: EvaluatorClient | None = None
+        self._online_evaluator: OnlineEvaluator | None = None
         if learner is not None and general.online_eval:
-            evaluator = OnlineEvaluator(cfg, spaces)
-            self.evaluator = EvaluatorClient(LocalHandle(evaluator, "Evaluator"))
+            self._online_evaluator = OnlineEvaluator(cfg, spaces)
+            self.evaluator = EvaluatorClient(LocalHandle(self._online_evaluator, "Evaluator"))
         self.results = RoleResults()
         self.finished = False
         self._stepping = list(self.workers)
@@ -167,6 +168,8 @@ class LocalRuntime:
         if not self.finished:
             self.server.request_stop("shutdown")
             self._finish()
+        if self._online_evaluator is not None:
+            self._online_evaluator.close()
 
 
 class RayRuntime:
@@ -409,8 +412,8 @@ class RayRuntime:
     def shutdown(self) -> None:
         for actor in [*self.workers, *self.learners, self.server_actor]:
             self.ray.kill(actor, no_restart=True)
-        if self._evaluator_thread is not None:
-            self._evaluator_thread.close()
+        if self._evaluator_thread is not None:  # its envs close after the evaluation running
+            self._evaluator_thread.close(last="close")
         if self.group is not None:
             from ray.util.placement_group import remove_placement_group
 
