@@ -25,7 +25,17 @@ from joyrl_ray.messages import LearnerTimes, Reports, WorkerTimes
 from joyrl_ray.task_dir import TaskDir
 from joyrl_ray.trajectories import TrajectoryWriter
 
-EPISODE_FIELDS = ("episode", "env_steps", "return", "length", "worker_id", "wall_time_s")
+# weights_version: the weights the episode was acted with (1 = the first published; on
+# Ray a worker can be a few versions behind the learner, which this shows per episode).
+EPISODE_FIELDS = (
+    "episode",
+    "env_steps",
+    "return",
+    "length",
+    "worker_id",
+    "wall_time_s",
+    "weights_version",
+)
 # One row per drain of the DataServer (every half second): the run's counters over time.
 PROGRESS_FIELDS = (
     "wall_time_s",
@@ -157,6 +167,7 @@ class Recorder:
                 "length": ep.length,
                 "worker_id": ep.worker_id,
                 "wall_time_s": round(self.elapsed(), 3),
+                "weights_version": ep.weights_version,
             }
             self.episode_rows.append(row)
             self.episode_csv.writerow(row)

@@ -46,6 +46,7 @@ def test_single_backend_runs_ten_episodes_by_default(trained: RunResult) -> None
     rows = episodes_csv(task)
     returns = [float(r["return"]) for r in rows]
     assert len(rows) == 10 and summary["episode_lengths"] == [int(r["length"]) for r in rows]
+    assert {r["weights_version"] for r in rows} == {"1"}  # the checkpoint's weights, only
     assert summary["return_mean"] == pytest.approx(np.mean(returns))
     assert summary["return_std"] == pytest.approx(np.std(returns))
     assert (summary["return_min"], summary["return_max"]) == (min(returns), max(returns))
@@ -86,6 +87,7 @@ def test_ray_backend_caps_episodes_and_collects_each_exactly_once(
         assert not (traj["terminated"][:-1] | traj["truncated"][:-1]).any()
         np.testing.assert_array_equal(traj["next_obs"][:-1], traj["obs"][1:])
     assert {r["worker_id"] for r in rows} <= {"0", "1"}
+    assert {r["weights_version"] for r in rows} == {"1"}  # the checkpoint's weights, only
     assert (task / "videos" / "video.gif").stat().st_size > 1_000  # rendered in the driver
 
 

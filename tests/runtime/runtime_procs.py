@@ -135,9 +135,15 @@ class TrackedRun:
         self.seen: dict[Proc, str] = {}
 
     def poll_tree(self) -> None:
-        """Record the processes below main.py now (call while it runs)."""
+        """Record the processes below main.py now (call while it runs).
+
+        A process already recorded keeps its name: one that is exiting (a zombie until Ray
+        reaps it, while main.py goes on with its summary) reads as an empty command line.
+        """
         if self.proc.poll() is None:
-            self.seen.update(descendants(self.proc.pid))
+            for proc, cmd in descendants(self.proc.pid).items():
+                if cmd or proc not in self.seen:
+                    self.seen[proc] = cmd
 
     def wait(self, timeout: float, poll_s: float = 0.5) -> int | None:
         """Wait for exit while recording the process tree; the exit code or None on timeout."""
