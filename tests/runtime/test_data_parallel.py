@@ -53,7 +53,7 @@ def build_policy(cfg: RunConfig):
     """The learning policy, seeded as a learner seeds it (same weights, same noise streams)."""
     torch.manual_seed(SEED)
     spec = get_algorithm(cfg.general.algo_name)
-    policy = spec.policy_cls(cfg.algo, *probe_env(cfg.env), torch.device("cpu"), learning=True)
+    policy = spec.algorithm_cls(cfg.algo, *probe_env(cfg.env), torch.device("cpu"))
     policy.seed(SEED)
     return policy
 
