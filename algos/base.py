@@ -160,6 +160,12 @@ class Algorithm(ABC):
         self.torch_rng = torch.Generator(device=device)
         self.torch_rng.seed()
         self.parallel = DataParallel()
+        self.setup()
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Build what only learning needs (optimizers, target nets, critics ...), once,
+        from ``self.cfg``, ``self.policy`` and ``self.device``."""
 
     @property
     def gamma(self) -> float:

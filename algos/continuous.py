@@ -11,7 +11,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -133,13 +133,17 @@ class TwinCriticAlgorithm(Algorithm):
     of the policy's actor and of the critics."""
 
     policy: ContinuousPolicy
+    state_attrs: ClassVar[tuple[str, ...]] = (
+        "critic",
+        "critic_target",
+        "actor_optimizer",
+        "critic_optimizer",
+    )
 
-    def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
-        obs_dim, action_dim = int(obs_space.shape[0]), self.policy.scaler.dim
-        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
+    def setup(self) -> None:
+        cfg = self.cfg
+        obs_dim, action_dim = int(self.policy.obs_space.shape[0]), self.policy.scaler.dim
+        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = torch.optim.Adam(self.policy.actor.parameters(), lr=cfg.actor_lr)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)

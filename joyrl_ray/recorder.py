@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from joyrl_ray.atomic_file import atomic_write_text
 from joyrl_ray.bottleneck import difference_l, difference_w, judge
 from joyrl_ray.data_needs import DataNeeds, RolloutNeeds
 from joyrl_ray.evaluator import EvalResult
@@ -284,9 +285,7 @@ class Recorder:
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.task.results / "summary.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(summary, indent=2, default=float))
-        tmp.replace(path)
+        atomic_write_text(json.dumps(summary, indent=2, default=float), path)
         return path
 
     def run_rates(self) -> dict[str, float]:

@@ -90,13 +90,10 @@ class DQN(Algorithm):
     policy: DQNPolicy
     state_attrs = ("target_net", "optimizer")
 
-    def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
+    def setup(self) -> None:
         q_net = self.policy.q_net
         self.target_net = copy.deepcopy(q_net).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(q_net.parameters(), lr=cfg.lr)
+        self.optimizer = torch.optim.Adam(q_net.parameters(), lr=self.cfg.lr)
 
     def learn(self, batch: Batch) -> LearnResult:
         """One gradient step on a sampled batch."""

@@ -67,15 +67,14 @@ class PPO(Algorithm):
     policy: PPOPolicy
     state_attrs = ("critic", "optimizer")
 
-    def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
+    def setup(self) -> None:
+        cfg = self.cfg
         self.transitions_learned = 0
         self.reward_scaler = (
             RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
         )
-        self.critic = build_network(cfg.critic_layers, tuple(obs_space.shape), 1).to(device)
+        obs_shape = tuple(self.policy.obs_space.shape)
+        self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(self.device)
         if cfg.ortho_init:
             init_orthogonal(self.critic, head_gain=1.0)
         critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -71,21 +70,13 @@ class SAC(TwinCriticAlgorithm):
     """Twin soft critics and the temperature ``alpha`` (tuned when ``auto_alpha``)."""
 
     policy_cls = SACPolicy
-    state_attrs = (
-        "critic",
-        "critic_target",
-        "actor_optimizer",
-        "critic_optimizer",
-        "log_alpha",
-        "alpha_optimizer",
-    )
+    state_attrs = (*TwinCriticAlgorithm.state_attrs, "log_alpha", "alpha_optimizer")
 
-    def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
+    def setup(self) -> None:
+        super().setup()
+        cfg = self.cfg
         self.log_alpha = torch.tensor(
-            math.log(cfg.alpha), device=device, requires_grad=bool(cfg.auto_alpha)
+            math.log(cfg.alpha), device=self.device, requires_grad=bool(cfg.auto_alpha)
         )
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
         self.target_entropy = (

@@ -10,9 +10,7 @@ sample by ``weights`` and the mean ``|TD error|`` of the two critics goes back a
 from __future__ import annotations
 
 import copy
-from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -43,18 +41,10 @@ class TD3(TwinCriticAlgorithm):
     """Twin critics, a target actor, and delayed actor updates."""
 
     policy_cls = TD3Policy
-    state_attrs = (
-        "actor_target",
-        "critic",
-        "critic_target",
-        "actor_optimizer",
-        "critic_optimizer",
-    )
+    state_attrs = ("actor_target", *TwinCriticAlgorithm.state_attrs)
 
-    def __init__(
-        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device)
+    def setup(self) -> None:
+        super().setup()
         self.actor_target = copy.deepcopy(self.policy.actor).requires_grad_(False)
         self.last_actor_loss = 0.0
 
