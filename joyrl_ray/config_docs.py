@@ -71,9 +71,9 @@ def table(cls: type, section: str) -> str:
 
 def reference() -> str:
     parts = [
-        "### general_cfg",
+        "## general_cfg",
         table(GeneralConfig, "general_cfg"),
-        "### env_cfg",
+        "## env_cfg",
         table(EnvConfig, "env_cfg"),
     ]
     families: dict[type, list[str]] = {}  # variants (DoubleDQN) share their base's table
@@ -83,9 +83,21 @@ def reference() -> str:
         base = next((b for b in families if issubclass(spec.config_cls, b)), spec.config_cls)
         families.setdefault(base, []).append(name)
     for config_cls, names in families.items():
-        parts += [f"### algo_cfg for {', '.join(names)}", table(config_cls, "algo_cfg")]
+        parts += [f"## algo_cfg for {', '.join(names)}", table(config_cls, "algo_cfg")]
     return "\n\n".join(parts)
 
 
+def page() -> str:
+    """The whole of ``docs/config.md``."""
+    intro = (
+        "# Config reference\n\n"
+        "Every key, its default and its meaning. Generated from the schema dataclasses by\n"
+        "`python -m joyrl_ray.config_docs > docs/config.md`; do not edit by hand.\n\n"
+        "Defaults come first, then the `--yaml` file, then `section.key=value` arguments.\n"
+        "`-1` means no limit."
+    )
+    return f"{intro}\n\n{reference()}\n"
+
+
 if __name__ == "__main__":
-    print(reference())
+    print(page(), end="")
