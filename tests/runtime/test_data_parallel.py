@@ -55,6 +55,7 @@ def build_policy(cfg: RunConfig):
     spec = get_algorithm(cfg.general.algo_name)
     policy = spec.algorithm_cls(cfg.algo, *probe_env(cfg.env), torch.device("cpu"))
     policy.seed(SEED)
+    policy.policy.seed(SEED)  # the rollouts' actions
     return policy
 
 
@@ -180,7 +181,8 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
     cfg = make_cfg(tmp_path, *overrides)
     reference = build_policy(cfg)
     rng = np.random.default_rng(SEED)
-    batches = rollout_batches(reference, rng) if on_policy else replay_batches(reference, rng)
+    acting = reference.policy
+    batches = rollout_batches(acting, rng) if on_policy else replay_batches(acting, rng)
     start = params(reference)
     for batch in batches:
         reference.learn(batch)
