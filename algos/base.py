@@ -1,13 +1,14 @@
 """The contract between an algorithm and the runtime.
 
-An algorithm is a ``Policy`` subclass plus a config dataclass. The runtime builds one
-acting policy per worker (``learning=False``: only what :meth:`Policy.act` needs, no
-optimizers, target nets or critics) and one learning policy per learner, moves numpy
-weights of the acting modules from the learner to the workers, and hands the learner
-batches of columns. Nothing here imports ray: the runtime never knows which algorithm
-runs, and an algorithm never knows how its data travelled.
+An algorithm is two classes and a config dataclass, as in Tianshou: a :class:`Policy`
+that acts (only what :meth:`Policy.act` needs) and an :class:`Algorithm` that learns (the
+policy it trains, plus optimizers, target nets and critics). Workers and evaluators build
+the policy alone, so they cannot hold a learner-only part; each learner builds the
+algorithm. The runtime moves numpy weights of the acting modules from the learner to the
+workers, and hands the learner batches of columns. Nothing here imports ray: the runtime
+never knows which algorithm runs, and an algorithm never knows how its data travelled.
 
-The policy tells the runtime what data it needs (:meth:`Policy.data_needs`): replay with
+The policy class tells the runtime what data it needs (:meth:`Policy.data_needs`): replay with
 an update-to-data ratio (off-policy) or rollouts of a fixed length (on-policy).
 
 Columns (``joyrl_ray.batch``) a worker produces for every step (first axis = batch, or
@@ -17,9 +18,9 @@ batches are n-step folded by the worker: ``rewards`` is the discounted n-step su
 ``discounts`` is ``gamma**k`` (0 after a terminal state), so every target is
 ``rewards + discounts * V(next_obs)``. Sampled batches also carry ``weights``
 (importance sampling, ones without PER) and the learner returns new priorities from
-:meth:`Policy.learn`.
+:meth:`Algorithm.learn`.
 
-Every gradient step goes through :meth:`Policy.optimize`, the one place where gradients
+Every gradient step goes through :meth:`Algorithm.optimize`, the one place where gradients
 are averaged over data-parallel learners and clipped.
 """
 
@@ -53,33 +54,22 @@ def space_name(space: type[gym.Space] | gym.Space) -> str:
 
 
 class Policy(ABC):
-    """Acting and learning for one algorithm; plain torch and numpy."""
+    """Acting for one algorithm: only what :meth:`act` needs (the acting modules, the
+    exploration schedule and its random numbers), never an optimizer, a target net or a
+    critic. Workers, evaluators and test mode build this class alone."""
 
     #: Action spaces the algorithm can act in.
     action_spaces: ClassVar[tuple[type[gym.Space], ...]] = ()
-    #: Attributes saved in checkpoints: modules, optimizers (anything with state_dict) or tensors.
-    state_attrs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
-        self,
-        cfg: Any,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        *,
-        learning: bool = True,
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
         self.check_spaces(obs_space, action_space)
         self.cfg = cfg
         self.obs_space = obs_space
         self.action_space = action_space
         self.device = device
-        self.learning = learning
-        self.updates = 0
         self.rng = np.random.default_rng()
-        self.torch_rng = torch.Generator(device=device)
-        self.torch_rng.seed()
-        self.parallel = DataParallel()
 
     # ----- what the runtime asks before anything runs -----
     @classmethod
@@ -98,19 +88,15 @@ class Policy(ABC):
         return cfg.data_needs()
 
     def seed(self, seed: int | None) -> None:
-        """Seed the policy's own sampling (exploration noise, epsilon draws, learning noise)."""
+        """Seed the exploration draws (epsilon, action noise, sampled actions)."""
         self.rng = np.random.default_rng(seed)
-        if seed is None:
-            self.torch_rng.seed()
-        else:
-            self.torch_rng.manual_seed(seed)
 
     # ----- transition spec, read by the worker -----
     @property
     def gamma(self) -> float:
         return float(self.cfg.gamma)
 
-    # ----- acting (worker side) -----
+    # ----- acting -----
     @abstractmethod
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
         """Actions for a batch of observations, and per-step extras to store with them."""
@@ -126,7 +112,7 @@ class Policy(ABC):
     # ----- weights (learner -> workers) -----
     @abstractmethod
     def acting_modules(self) -> dict[str, nn.Module]:
-        """The modules a worker needs to act; their weights travel to the workers."""
+        """The modules acting needs; their weights travel to the workers."""
 
     def get_weights(self) -> dict[str, np.ndarray]:
         weights = {}
@@ -145,10 +131,68 @@ class Policy(ABC):
             }
             module.load_state_dict(state)
 
-    # ----- learning (learner side) -----
+    def load_acting_state(self, state: dict[str, Any]) -> None:
+        """Load only the acting modules from an :meth:`Algorithm.state_dict` (test mode)."""
+        for name, module in self.acting_modules().items():
+            module.load_state_dict(state[name])
+
+
+class Algorithm(ABC):
+    """Learning for one algorithm: the acting :class:`Policy` it trains (``self.policy``)
+    plus everything only learning needs (optimizers, target nets, critics, temperatures).
+    Only learners build this class."""
+
+    #: The acting policy this algorithm trains; workers build it alone.
+    policy_cls: ClassVar[type[Policy]]
+    #: Learner-only attributes saved in checkpoints besides the acting modules: modules,
+    #: optimizers (anything with state_dict) or tensors.
+    state_attrs: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
+    ) -> None:
+        self.policy = self.policy_cls(cfg, obs_space, action_space, device)
+        self.cfg = cfg
+        self.device = device
+        #: Gradient steps (off-policy) or rollout iterations (on-policy, see :meth:`learn`).
+        self.updates = 0
+        self.rng = np.random.default_rng()
+        self.torch_rng = torch.Generator(device=device)
+        self.torch_rng.seed()
+        self.parallel = DataParallel()
+        self.setup()
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Build what only learning needs (optimizers, target nets, critics ...), once,
+        from ``self.cfg``, ``self.policy`` and ``self.device``."""
+
+    @property
+    def gamma(self) -> float:
+        return self.policy.gamma
+
+    def seed(self, seed: int | None) -> None:
+        """Seed the learning noise (minibatch order, target smoothing, sampled actions)."""
+        self.rng = np.random.default_rng(seed)
+        if seed is None:
+            self.torch_rng.seed()
+        else:
+            self.torch_rng.manual_seed(seed)
+
+    # ----- weights (learner -> workers) -----
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return self.policy.get_weights()
+
+    def exploration_stats(self, env_steps: int) -> dict[str, float]:
+        return self.policy.exploration_stats(env_steps)
+
+    # ----- learning -----
     @abstractmethod
     def learn(self, batch: Batch) -> LearnResult:
-        """One update (off-policy) or one pass over a rollout (on-policy)."""
+        """One update: a gradient step (off-policy) or every epoch over a rollout (on-policy).
+
+        Either way it adds one to :attr:`updates`, the count ``model_save_fre`` is in.
+        """
 
     def optimize(
         self,
@@ -177,11 +221,16 @@ class Policy(ABC):
         self.parallel = parallel
         parallel.broadcast_(self.synced_tensors())
 
+    def _state_items(self) -> list[tuple[str, Any]]:
+        """The acting modules, then each of :attr:`state_attrs`, by checkpoint key."""
+        items: list[tuple[str, Any]] = list(self.policy.acting_modules().items())
+        items.extend((name, getattr(self, name)) for name in self.state_attrs)
+        return items
+
     def synced_tensors(self) -> list[torch.Tensor]:
         """Every tensor that must be identical on all learners (parameters, buffers, ...)."""
         tensors: list[torch.Tensor] = []
-        for name in self.state_attrs:
-            value = getattr(self, name)
+        for _, value in self._state_items():
             if isinstance(value, nn.Module):
                 tensors.extend(value.parameters())
                 tensors.extend(value.buffers())
@@ -190,28 +239,22 @@ class Policy(ABC):
         return tensors
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything a resumed learner needs: each of :attr:`state_attrs`, and the update count."""
+        """Everything a resumed learner needs: the acting modules (all test mode reads),
+        each of :attr:`state_attrs`, and the update count."""
         state: dict[str, Any] = {"updates": self.updates}
-        for name in self.state_attrs:
-            value = getattr(self, name)
+        for name, value in self._state_items():
             is_tensor = isinstance(value, torch.Tensor)
             state[name] = value.detach().cpu().clone() if is_tensor else value.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in self.state_attrs:
-            value = getattr(self, name)
+        for name, value in self._state_items():
             if isinstance(value, torch.Tensor):
                 with torch.no_grad():
                     value.copy_(torch.as_tensor(state[name]))
             else:
                 value.load_state_dict(state[name])
         self.updates = int(state["updates"])
-
-    def load_acting_state(self, state: dict[str, Any]) -> None:
-        """Load only the acting modules from a learner's :meth:`state_dict` (test mode)."""
-        for name, module in self.acting_modules().items():
-            module.load_state_dict(state[name])
 
 
 def to_tensor(

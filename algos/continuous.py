@@ -18,9 +18,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.base import Policy, to_tensor
+from algos.base import Algorithm, Policy, to_tensor
 from algos.networks import build_network
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
 
 def check_continuous_spaces(obs_space: gym.Space, action_space: gym.Space) -> None:
@@ -80,7 +80,7 @@ def off_policy_columns(
     """The replay columns every continuous actor-critic reads, as float tensors."""
     return {
         key: to_tensor(batch[key], device, torch.float32)
-        for key in ("obs", "actions", "rewards", "next_obs", "discounts", "weights")
+        for key in (OBS, ACTIONS, REWARDS, NEXT_OBS, DISCOUNTS, WEIGHTS)
     }
 
 
@@ -92,50 +92,22 @@ class CriticUpdate:
     grad_norm: float
 
 
-class TwinCriticPolicy(Policy):
-    """What SAC and TD3 share: a Box action scaler, an actor, twin critics with a target,
-    their optimizers, and uniform random actions for the first ``random_steps`` env steps."""
+class ContinuousPolicy(Policy):
+    """What SAC's and TD3's acting share: a Box action scaler, an actor, and uniform random
+    actions for the first ``random_steps`` env steps."""
 
-    label: ClassVar[str]
     action_spaces = (gym.spaces.Box,)
 
     def __init__(
-        self,
-        cfg: Any,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        *,
-        learning: bool = True,
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device, learning=learning)
+        super().__init__(cfg, obs_space, action_space, device)
         self.scaler = BoxScaler(action_space)
-        obs_dim, action_dim = int(obs_space.shape[0]), self.scaler.dim
-        self.actor = self.build_actor(obs_dim, action_dim).to(device)
-        if learning:
-            self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(device)
-            self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-            self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-            self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+        self.actor = self.build_actor(int(obs_space.shape[0]), self.scaler.dim).to(device)
 
     @classmethod
     def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
         check_continuous_spaces(obs_space, action_space)
-
-    def noise(self, rows: int) -> torch.Tensor:
-        """Standard normal noise for this learner's ``rows`` of the batch (see DataParallel)."""
-        return self.parallel.global_randn(rows, self.scaler.dim, self.torch_rng, self.device)
-
-    def update_critic(
-        self, columns: dict[str, torch.Tensor], actions: torch.Tensor, target: torch.Tensor
-    ) -> CriticUpdate:
-        """One step of both critics towards ``target``, losses weighted by the IS ``weights``."""
-        q1, q2 = self.critic(columns["obs"], actions)
-        td1, td2 = q1 - target, q2 - target
-        loss = 0.5 * (columns["weights"] * (td1.pow(2) + td2.pow(2))).mean()
-        grad_norm = self.optimize(self.critic_optimizer, loss, self.cfg.max_grad_norm)
-        td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
-        return CriticUpdate(float(loss.detach()), float(q1.detach().mean()), td_abs, grad_norm)
 
     @abstractmethod
     def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:
@@ -154,3 +126,39 @@ class TwinCriticPolicy(Policy):
             return self.scaler.uniform(self.rng, len(obs)), {}
         normalised = self.act_normalised(to_tensor(obs, self.device, torch.float32), explore)
         return self.scaler.to_env(normalised), {}
+
+
+class TwinCriticAlgorithm(Algorithm):
+    """What SAC's and TD3's learning share: twin critics with a target, and the optimizers
+    of the policy's actor and of the critics."""
+
+    policy: ContinuousPolicy
+    state_attrs: ClassVar[tuple[str, ...]] = (
+        "critic",
+        "critic_target",
+        "actor_optimizer",
+        "critic_optimizer",
+    )
+
+    def setup(self) -> None:
+        cfg = self.cfg
+        obs_dim, action_dim = int(self.policy.obs_space.shape[0]), self.policy.scaler.dim
+        self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(self.policy.actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+
+    def noise(self, rows: int) -> torch.Tensor:
+        """Standard normal noise for this learner's ``rows`` of the batch (see DataParallel)."""
+        return self.parallel.global_randn(rows, self.policy.scaler.dim, self.torch_rng, self.device)
+
+    def update_critic(
+        self, columns: dict[str, torch.Tensor], actions: torch.Tensor, target: torch.Tensor
+    ) -> CriticUpdate:
+        """One step of both critics towards ``target``, losses weighted by the IS ``weights``."""
+        q1, q2 = self.critic(columns[OBS], actions)
+        td1, td2 = q1 - target, q2 - target
+        loss = 0.5 * (columns[WEIGHTS] * (td1.pow(2) + td2.pow(2))).mean()
+        grad_norm = self.optimize(self.critic_optimizer, loss, self.cfg.max_grad_norm)
+        td_abs = 0.5 * (td1.detach().abs() + td2.detach().abs())
+        return CriticUpdate(float(loss.detach()), float(q1.detach().mean()), td_abs, grad_norm)

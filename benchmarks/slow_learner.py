@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from algos.base import LearnResult
 from algos.dqn.config import DQNConfig
-from algos.dqn.policy import DQNPolicy
+from algos.dqn.policy import DQN
 from algos.registry import AlgoSpec
 from joyrl_ray.batch import OBS, Batch
 
@@ -38,7 +38,7 @@ class SlowDQNConfig(DQNConfig):
             )
 
 
-class SlowDQNPolicy(DQNPolicy):
+class SlowDQN(DQN):
     """DQN that pays ``learn_cost_s_per_row`` seconds per row it learns from."""
 
     def learn(self, batch: Batch) -> LearnResult:
@@ -49,4 +49,4 @@ class SlowDQNPolicy(DQNPolicy):
         return super().learn(batch)
 
 
-SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQNPolicy)
+SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQN)

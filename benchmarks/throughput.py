@@ -122,7 +122,6 @@ def bare_loop(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, float]
         envs.single_observation_space,
         envs.single_action_space,
         torch.device("cpu"),
-        learning=False,
     )
     policy.seed(1)
     obs, _ = envs.reset(seed=[1 + i for i in range(n_envs)])
@@ -180,7 +179,7 @@ def learner_alone(cfg: RunConfig, seconds: float) -> float:
 
     torch.set_num_threads(max(1, int(cfg.general.learner_num_cpus)))  # as the learner does
     obs_space, action_space = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
-    policy = spec.policy_cls(cfg.algo, obs_space, action_space, pick_device(cfg.general.device))
+    policy = spec.algorithm_cls(cfg.algo, obs_space, action_space, pick_device(cfg.general.device))
     rows, rng = needs.batch_size, np.random.default_rng(0)
     obs = np.stack([obs_space.sample() for _ in range(rows)])
     batch = {

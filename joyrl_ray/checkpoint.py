@@ -1,8 +1,8 @@
 """Checkpoints in ``models/``: numbered, ``last`` and ``best``, each written atomically.
 
-A checkpoint is written to a temporary file in the same folder, flushed to disk and renamed
-over the target, so a run killed mid-write (even with SIGKILL) leaves the previous
-checkpoint intact and at worst a stray ``.<name>.*.tmp`` file, which loading ignores.
+A checkpoint is written atomically (:mod:`joyrl_ray.atomic_file`), so a run killed
+mid-write (even with SIGKILL) leaves the previous checkpoint intact and at worst a stray
+``.<name>.*.tmp`` file, which loading ignores.
 Loading uses ``torch.load(weights_only=True)``: checkpoints hold tensors, numbers, strings
 and containers of them only.
 
@@ -21,12 +21,12 @@ command line names :class:`CheckpointError` before anything heavy loads.
 from __future__ import annotations
 
 import io
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from joyrl_ray.atomic_file import atomic_write, atomic_write_bytes
 
 NUMBERED = re.compile(r"^(\d+)\.pt$")
 CHECKPOINT_KEYS = "a joyrl-ray checkpoint holds algo_name, policy, counters"
@@ -36,29 +36,10 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be found or read; the message says which and why."""
 
 
-def _atomic_write(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_torch_save(obj: Any, path: Path) -> None:
     import torch
 
-    _atomic_write(path, lambda f: torch.save(obj, f))
-
-
-def atomic_write_bytes(data: bytes, path: Path) -> None:
-    """Write ``data`` to ``path`` atomically (a checkpoint serialised by the learner)."""
-    _atomic_write(path, lambda f: f.write(data))
+    atomic_write(path, lambda f: torch.save(obj, f))
 
 
 class CheckpointStore:
@@ -144,20 +125,6 @@ def _file_not_task_dir(load_path: str, path: Path, tasks_dir: str | Path) -> str
         f"general_cfg.load_path={load_path!r} is a file, not a task directory; allowed: a "
         f"task directory holding models/ (a name under {tasks_dir}/ or a path){hint}"
     )
-
-
-def checkpoint_path(task_dir: Path, step: str) -> Path:
-    """The file for ``load_model_step`` without reading it (best falls back to last)."""
-    models = task_dir / "models"
-    if step == "best" and not (models / "best.pt").is_file():
-        step = "last"
-    path = models / f"{step}.pt"
-    if not path.is_file():
-        raise CheckpointError(
-            f"general_cfg.load_model_step={step!r}: {path} does not exist "
-            f"(available: {_available(models)})"
-        )
-    return path
 
 
 def _available(models: Path) -> str:

@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from algos import get_algorithm
 from algos.layers import LayerConfig, validate_layers
-from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
+from envs import EnvConfig, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES
 from envs.registry import check_wrappers
 from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, PLACEMENTS, GeneralConfig
@@ -142,7 +142,6 @@ def _check_general(general: DictConfig) -> None:
     _choice(general.mode, MODES, "general_cfg.mode")
     _choice(general.mp_backend, BACKENDS, "general_cfg.mp_backend")
     _choice(general.device, DEVICES, "general_cfg.device")
-    _choice(general.env_name, ENV_FAMILIES, "general_cfg.env_name")
     _choice(general.worker_placement, PLACEMENTS, "general_cfg.worker_placement")
     _choice(general.learner_placement, PLACEMENTS, "general_cfg.learner_placement")
     try:

@@ -1,7 +1,8 @@
 """Prints the config reference (every key, default, meaning) as markdown tables.
 
-``python -m joyrl_ray.config_docs`` regenerates the README's reference from the schema
-dataclasses, whose field comments are the documentation.
+``python -m joyrl_ray.config_docs > docs/config.md`` regenerates the reference from the
+schema dataclasses, whose field comments (and comment lines right under a field) are the
+documentation.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from envs import EnvConfig
 from joyrl_ray.general_config import GeneralConfig
 
 FIELD_LINE = re.compile(r"^\s+(\w+): [^=]+= (.+?)(?:\s+# (.*))?$")
+CONTINUATION = re.compile(r"^\s+# (.*)$")  # a comment line right under a field goes on
 
 
 def _comments(cls: type) -> dict[str, str]:
@@ -22,10 +24,17 @@ def _comments(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(klass):
             continue
+        last = None
         for line in inspect.getsource(klass).splitlines():
             match = FIELD_LINE.match(line)
+            more = CONTINUATION.match(line)
             if match and match.group(3):
-                notes[match.group(1)] = match.group(3)
+                last = match.group(1)
+                notes[last] = match.group(3)
+            elif more and last is not None:
+                notes[last] += " " + more.group(1)
+            else:
+                last = None
     return notes
 
 
@@ -62,9 +71,9 @@ def table(cls: type, section: str) -> str:
 
 def reference() -> str:
     parts = [
-        "### general_cfg",
+        "## general_cfg",
         table(GeneralConfig, "general_cfg"),
-        "### env_cfg",
+        "## env_cfg",
         table(EnvConfig, "env_cfg"),
     ]
     families: dict[type, list[str]] = {}  # variants (DoubleDQN) share their base's table
@@ -74,9 +83,21 @@ def reference() -> str:
         base = next((b for b in families if issubclass(spec.config_cls, b)), spec.config_cls)
         families.setdefault(base, []).append(name)
     for config_cls, names in families.items():
-        parts += [f"### algo_cfg for {', '.join(names)}", table(config_cls, "algo_cfg")]
+        parts += [f"## algo_cfg for {', '.join(names)}", table(config_cls, "algo_cfg")]
     return "\n\n".join(parts)
 
 
+def page() -> str:
+    """The whole of ``docs/config.md``."""
+    intro = (
+        "# Config reference\n\n"
+        "Every key, its default and its meaning. Generated from the schema dataclasses by\n"
+        "`python -m joyrl_ray.config_docs > docs/config.md`; do not edit by hand.\n\n"
+        "Defaults come first, then the `--yaml` file, then `section.key=value` arguments.\n"
+        "`-1` means no limit."
+    )
+    return f"{intro}\n\n{reference()}\n"
+
+
 if __name__ == "__main__":
-    print(reference())
+    print(page(), end="")

@@ -119,7 +119,7 @@ class OnlineEvaluator:
         torch.set_num_threads(1)
         general = cfg.general
         spec = get_algorithm(general.algo_name)
-        self.policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"), learning=False)
+        self.policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"))
         self.evaluator = Evaluator(
             cfg.env, self.policy, seed=general.seed, max_step=general.max_step
         )

@@ -24,7 +24,6 @@ class GeneralConfig:
     """Runtime settings shared by every algorithm. ``-1`` means no limit."""
 
     algo_name: str = "DQN"  # a registered algorithm (algos/), or "pkg.module:SPEC" of your own
-    env_name: str = "gym"  # env family; gymnasium ids and import paths live under "gym"
     device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda
     mode: str = "train"  # train or test
     collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
@@ -57,7 +56,9 @@ class GeneralConfig:
     seed: int = 0  # 0: unseeded
     online_eval: bool = True  # evaluate every model_save_fre updates, beside learning
     online_eval_episode: int = 10  # episodes per online evaluation
-    model_save_fre: int = 1000  # updates between checkpoints (and online evaluations)
+    model_save_fre: int = 1000  # updates between checkpoints (and online evaluations);
+    # an update is one gradient step off-policy (DQN, SAC, TD3) but one whole rollout
+    # iteration on-policy (PPO: every epoch and minibatch over one rollout)
     keep_checkpoints: int = 5  # numbered checkpoints kept in models/ (best and last always)
     save_best_model: bool | None = True  # keep models/best.pt (needs online_eval)
     reward_threshold: float | None = None  # stop once an online evaluation averages this

@@ -117,7 +117,7 @@ class Learner:
         spec = get_algorithm(general.algo_name)
         if general.seed:  # before the policy exists: its initial weights follow the seed
             torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
-        self.policy = spec.policy_cls(cfg.algo, *spaces, self.device, learning=True)
+        self.policy = spec.algorithm_cls(cfg.algo, *spaces, self.device)
         self.needs = spec.policy_cls.data_needs(cfg.algo)
         self.policy.seed(derive_seed(general.seed, "learner"))
         self.weights_version = 0

@@ -15,8 +15,9 @@ Resume (``mode: train`` with ``load_checkpoint: true``)
     Continues the run in ``load_path`` from its last checkpoint (``load_model_step: best``,
     the default, means last here: best is for testing; an update number picks an older
     numbered checkpoint). Model, optimizer, target nets, update / env-step / episode
-    counters, the learner's RNG and the best eval return continue; the replay buffer
-    does not (it refills, ``learn_start`` steps first). ``max_env_steps`` and
+    counters, the learner's RNG and the best eval return continue. The replay buffer
+    continues only with ``general_cfg.save_buffer: true`` (written to ``replay.npz`` beside
+    ``last.pt``); otherwise it refills, ``learn_start`` steps first. ``max_env_steps`` and
     ``max_episode`` are totals over the whole run, as SB3's
     ``learn(reset_num_timesteps=False)``: resuming a 20k-step run with
     ``max_env_steps: 40000`` trains 20k more. A total already reached is an error.
@@ -39,6 +40,7 @@ import numpy as np
 import torch
 
 from algos import get_algorithm
+from algos.base import Algorithm, Policy
 from joyrl_ray.checkpoint import (
     CheckpointError,
     checkpoint_updates,
@@ -61,7 +63,8 @@ class Start:
     checkpoint: dict[str, Any] | None = None
     source: Path | None = None  # the task directory loaded from
     checkpoint_file: Path | None = None
-    policy: Any = None  # a CPU policy holding the checkpoint's weights (test mode acts with it)
+    # test mode: the acting Policy it acts with; resume: the Algorithm the learner continues
+    policy: Any = None
     notes: list[str] = field(default_factory=list)  # to log and print: fallbacks taken
 
     @property
@@ -143,17 +146,22 @@ def _load_policy(
     *,
     learning: bool,
 ) -> Any:
-    """A CPU policy with the checkpoint loaded; a checkpoint that does not fit is one line.
+    """The checkpoint loaded on CPU; a checkpoint that does not fit is one line.
 
-    Test mode loads only what acting needs; a resume checks that all of it fits.
+    Test mode builds the acting policy and loads only what acting needs; a resume builds
+    the learning algorithm and checks that all of it fits.
     """
     spec = get_algorithm(cfg.general.algo_name)
-    policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"), learning=learning)
+    cpu = torch.device("cpu")
+    loaded: Algorithm | Policy
+    if learning:
+        algorithm = spec.algorithm_cls(cfg.algo, *spaces, cpu)
+        load, loaded = algorithm.load_state_dict, algorithm
+    else:
+        policy = spec.policy_cls(cfg.algo, *spaces, cpu)
+        load, loaded = policy.load_acting_state, policy
     try:
-        if learning:
-            policy.load_state_dict(state["policy"])
-        else:
-            policy.load_acting_state(state["policy"])
+        load(state["policy"])
     except (RuntimeError, KeyError, ValueError, TypeError) as exc:
         # torch's first line only says where ("... for Sequential:"); the next says what
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
@@ -162,7 +170,7 @@ def _load_policy(
             f"{path} does not fit this env_cfg / algo_cfg ({detail}); run with the training "
             f"run's config: --yaml {source / 'config.yaml'}"
         ) from None
-    return policy
+    return loaded
 
 
 def _check_totals(cfg: RunConfig, state: dict[str, Any], path: Path) -> None:

@@ -3,7 +3,8 @@
 It lives in the driver process: the driver drains the DataServer's reports every half
 second and hands them here (and the evaluator's results), so no actor ever writes the
 run's logs. The progress line shows what limits the run (``limit``: worker_bound,
-learner_bound or balanced, over the last few seconds).
+learner_bound or balanced, over the last few seconds) and the learner's rate in the unit an
+update is for the run's data flow (:func:`update_unit`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from joyrl_ray.atomic_file import atomic_write_text
 from joyrl_ray.bottleneck import difference_l, difference_w, judge
+from joyrl_ray.data_needs import DataNeeds, RolloutNeeds
 from joyrl_ray.evaluator import EvalResult
 from joyrl_ray.messages import LearnerTimes, Reports, WorkerTimes
 from joyrl_ray.task_dir import TaskDir
@@ -78,6 +81,13 @@ def make_logger(task: TaskDir) -> logging.Logger:
     return logger
 
 
+def update_unit(needs: DataNeeds | None) -> str:
+    """What one ``update`` is for a run with these data needs, as the progress line names
+    it: a gradient step off-policy, a whole rollout iteration (every epoch and minibatch
+    over one rollout) on-policy. ``model_save_fre`` counts the same unit."""
+    return "iters" if isinstance(needs, RolloutNeeds) else "grad_steps"
+
+
 class Recorder:
     """Writes one run's episode and learner reports; keeps the eval history for the summary."""
 
@@ -94,6 +104,7 @@ class Recorder:
         history: dict[str, Any] | None = None,
         n_workers: int = 1,
         n_learners: int = 1,
+        update_unit: str = "updates",
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -120,6 +131,7 @@ class Recorder:
             (r["return"] for r in self.episode_rows[-20:]), maxlen=20
         )
         self.n_workers, self.n_learners = n_workers, n_learners
+        self.update_unit = update_unit  # the progress line's name for an update
         self.env_errors = 0
         self.first_env_error: str | None = None
         self.worker_times, self.learner_times = WorkerTimes(), LearnerTimes()
@@ -250,12 +262,14 @@ class Recorder:
         last_eval = self.eval_history[-1]["return_mean"] if self.eval_history else float("nan")
         limit = self.verdict()
         self.bar.set_postfix(
-            ep=counters["episodes"],
-            ret=f"{recent:.1f}",
-            eval=f"{last_eval:.1f}",
-            sps=f"{self.rates['env_steps_per_s']:.0f}",
-            ups=f"{self.rates['updates_per_s']:.0f}",
-            limit=limit,
+            {
+                "ep": counters["episodes"],
+                "ret": f"{recent:.1f}",
+                "eval": f"{last_eval:.1f}",
+                "sps": f"{self.rates['env_steps_per_s']:.0f}",
+                f"{self.update_unit}/s": f"{self.rates['updates_per_s']:.0f}",
+                "limit": limit,
+            },
             refresh=False,
         )
         self.bar.update(max(advance, 0))
@@ -271,9 +285,7 @@ class Recorder:
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.task.results / "summary.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(summary, indent=2, default=float))
-        tmp.replace(path)
+        atomic_write_text(json.dumps(summary, indent=2, default=float), path)
         return path
 
     def run_rates(self) -> dict[str, float]:

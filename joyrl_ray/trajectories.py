@@ -15,7 +15,6 @@ Export to Minari: ``python -m joyrl_ray.export_minari <task dir> <dataset id>``.
 
 from __future__ import annotations
 
-import os
 import pickle
 import re
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from joyrl_ray.atomic_file import atomic_write
 
 MAX_PER_FILE = 1000
 FLUSH_EVERY_S = 30.0
@@ -32,12 +33,7 @@ Trajectory = dict[str, np.ndarray]
 
 
 def _atomic_pickle(obj: Any, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def trajectory_files(path: str | Path) -> list[Path]:

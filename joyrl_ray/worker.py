@@ -194,7 +194,6 @@ class Worker:
             self.envs.single_observation_space,
             self.envs.single_action_space,
             torch.device("cpu"),
-            learning=False,
         )
         self.gamma = self.policy.gamma
         n_step = self.replay.n_step if self.replay is not None else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algos.dqn.config import DQNConfig
-from algos.dqn.policy import DQNPolicy
+from algos.dqn.policy import DQN
 from algos.registry import AlgoSpec
 
 
@@ -14,4 +14,4 @@ class CountingDQNConfig(DQNConfig):
     batch_size: int = 8
 
 
-COUNTING_DQN = AlgoSpec("CountingDQN", CountingDQNConfig, DQNPolicy)
+COUNTING_DQN = AlgoSpec("CountingDQN", CountingDQNConfig, DQN)

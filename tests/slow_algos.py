@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from algos.base import LearnResult
 from algos.dqn.config import DQNConfig
-from algos.dqn.policy import DQNPolicy
+from algos.dqn.policy import DQN
 from algos.registry import AlgoSpec
 from joyrl_ray.batch import Batch
 
@@ -18,10 +18,10 @@ class SlowDQNConfig(DQNConfig):
     learn_sleep_s: float = 0.01  # added to every update
 
 
-class SlowDQNPolicy(DQNPolicy):
+class SlowDQN(DQN):
     def learn(self, batch: Batch) -> LearnResult:
         time.sleep(self.cfg.learn_sleep_s)
         return super().learn(batch)
 
 
-SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQNPolicy)
+SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQN)

@@ -14,7 +14,6 @@ JOYRL_YAML = """
 general_cfg:
   algo_name: DQN # algo name
   device: cpu # device, cpu or cuda
-  env_name: gym # env name, differ from env_id in env_cfgs
   mode: train # run mode: train, test
   collect_traj: true
   mp_backend: single # multi-processing mode: null(default), ray

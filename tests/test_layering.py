@@ -35,8 +35,8 @@ ALGOS_DIR = ROOT / "algos"
 RUNTIME_DIR = ROOT / "joyrl_ray"
 
 #: Lines allowed to name an algorithm: (file relative to the repo, the line's code).
-#: The default algo_name: DESIGN.md makes a bare ``python main.py`` train DQN on
-#: CartPole-v1. Moving that default into ``algos/`` would let this entry go.
+#: The default algo_name: a bare ``python main.py`` trains DQN on CartPole-v1 (the
+#: README's first command). Moving that default into ``algos/`` would let this entry go.
 ALLOWED = {("joyrl_ray/general_config.py", 'algo_name: str = "DQN"')}
 
 

@@ -3,6 +3,6 @@
 from algos.dqn.config import DoubleDQNConfig, DQNConfig, DuelingDQNConfig
 from algos.registry import register_algorithm
 
-register_algorithm("DQN", DQNConfig, "algos.dqn.policy:DQNPolicy")
-register_algorithm("DoubleDQN", DoubleDQNConfig, "algos.dqn.policy:DQNPolicy")
-register_algorithm("DuelingDQN", DuelingDQNConfig, "algos.dqn.policy:DQNPolicy")
+register_algorithm("DQN", DQNConfig, "algos.dqn.policy:DQN")
+register_algorithm("DoubleDQN", DoubleDQNConfig, "algos.dqn.policy:DQN")
+register_algorithm("DuelingDQN", DuelingDQNConfig, "algos.dqn.policy:DQN")

@@ -1,4 +1,5 @@
-"""DQN: epsilon-greedy acting, TD learning against a target network.
+"""DQN: epsilon-greedy acting (:class:`DQNPolicy`), TD learning against a target network
+(:class:`DQN`).
 
 Targets use the worker's n-step folding: ``y = rewards + discounts * Q_target(next_obs, a*)``
 where ``a*`` is the target's argmax (DQN) or the online net's argmax (double Q). Per-sample
@@ -18,9 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import LearnResult, Policy, to_tensor
+from algos.base import Algorithm, LearnResult, Policy, to_tensor
 from algos.networks import build_network, output_dim, soft_update
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
 
 class DuelingQNetwork(nn.Module):
@@ -40,21 +41,14 @@ class DuelingQNetwork(nn.Module):
 
 
 class DQNPolicy(Policy):
-    """Value-based control for Discrete action spaces."""
+    """Epsilon-greedy acting on a Q network, for Discrete action spaces."""
 
     action_spaces = (gym.spaces.Discrete,)
-    state_attrs = ("q_net", "target_net", "optimizer")
 
     def __init__(
-        self,
-        cfg: Any,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        *,
-        learning: bool = True,
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device, learning=learning)
+        super().__init__(cfg, obs_space, action_space, device)
         self.n_actions = int(action_space.n)
         shape = tuple(obs_space.shape)
         if cfg.dueling:
@@ -62,9 +56,6 @@ class DQNPolicy(Policy):
         else:
             self.q_net = build_network(cfg.value_layers, shape, self.n_actions)
         self.q_net.to(device)
-        if learning:
-            self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
-            self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=cfg.lr)
 
     def epsilon(self, env_steps: int) -> float:
         cfg = self.cfg
@@ -90,20 +81,35 @@ class DQNPolicy(Policy):
             actions[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
         return actions, {}
 
-    def learn(self, batch: Batch) -> LearnResult:
-        cfg, device = self.cfg, self.device
-        obs = to_tensor(batch["obs"], device)
-        actions = to_tensor(batch["actions"], device, torch.int64).reshape(-1, 1)
-        rewards = to_tensor(batch["rewards"], device, torch.float32)
-        next_obs = to_tensor(batch["next_obs"], device)
-        discounts = to_tensor(batch["discounts"], device, torch.float32)
-        weights = to_tensor(batch["weights"], device, torch.float32)
 
-        q = self.q_net(obs).gather(1, actions).squeeze(1)
+class DQN(Algorithm):
+    """TD learning of the policy's Q network against a target network (DQN, double Q,
+    dueling: the config's flags)."""
+
+    policy_cls = DQNPolicy
+    policy: DQNPolicy
+    state_attrs = ("target_net", "optimizer")
+
+    def setup(self) -> None:
+        q_net = self.policy.q_net
+        self.target_net = copy.deepcopy(q_net).requires_grad_(False)
+        self.optimizer = torch.optim.Adam(q_net.parameters(), lr=self.cfg.lr)
+
+    def learn(self, batch: Batch) -> LearnResult:
+        """One gradient step on a sampled batch."""
+        cfg, device, q_net = self.cfg, self.device, self.policy.q_net
+        obs = to_tensor(batch[OBS], device)
+        actions = to_tensor(batch[ACTIONS], device, torch.int64).reshape(-1, 1)
+        rewards = to_tensor(batch[REWARDS], device, torch.float32)
+        next_obs = to_tensor(batch[NEXT_OBS], device)
+        discounts = to_tensor(batch[DISCOUNTS], device, torch.float32)
+        weights = to_tensor(batch[WEIGHTS], device, torch.float32)
+
+        q = q_net(obs).gather(1, actions).squeeze(1)
         with torch.no_grad():
             next_q_target = self.target_net(next_obs)
             if cfg.double_q:
-                next_actions = self.q_net(next_obs).argmax(dim=1, keepdim=True)
+                next_actions = q_net(next_obs).argmax(dim=1, keepdim=True)
             else:
                 next_actions = next_q_target.argmax(dim=1, keepdim=True)
             next_q = next_q_target.gather(1, next_actions).squeeze(1)
@@ -118,7 +124,7 @@ class DQNPolicy(Policy):
         grad_norm = self.optimize(self.optimizer, loss, cfg.max_grad_norm)
         self.updates += 1
         if self.updates % max(int(cfg.target_update), 1) == 0:
-            soft_update(self.target_net, self.q_net, float(cfg.tau))
+            soft_update(self.target_net, q_net, float(cfg.tau))
 
         return LearnResult(
             metrics={

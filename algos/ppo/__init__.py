@@ -3,4 +3,4 @@
 from algos.ppo.config import PPOConfig
 from algos.registry import register_algorithm
 
-register_algorithm("PPO", PPOConfig, "algos.ppo.policy:PPOPolicy")
+register_algorithm("PPO", PPOConfig, "algos.ppo.policy:PPO")

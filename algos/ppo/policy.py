@@ -1,4 +1,5 @@
-"""PPO: clipped-surrogate policy gradient with a learned value baseline.
+"""PPO: clipped-surrogate policy gradient with a learned value baseline (acting:
+:class:`PPOPolicy`; learning: :class:`PPO`).
 
 ``learn`` gets one concatenated rollout ``[T, N, ...]`` (N = workers x envs) per call. Values
 of ``obs`` and of the true ``next_obs`` come from the critic before the update, so a
@@ -16,54 +17,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import LearnResult, Policy, to_tensor
+from algos.base import Algorithm, LearnResult, Policy, to_tensor
 from algos.networks import build_network
 from algos.ppo.distributions import Actor, init_orthogonal
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, TERMINATED, TRUNCATED, Batch
 
 
 class PPOPolicy(Policy):
-    """Stochastic actor (Categorical, MultiCategorical or Gaussian) and a state-value critic."""
+    """Acting with a stochastic actor (Categorical, MultiCategorical or Gaussian)."""
 
     action_spaces = (gym.spaces.Discrete, gym.spaces.Box, gym.spaces.MultiDiscrete)
-    state_attrs = ("actor", "critic", "optimizer")
 
     def __init__(
-        self,
-        cfg: Any,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        *,
-        learning: bool = True,
+        self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
-        super().__init__(cfg, obs_space, action_space, device, learning=learning)
-        obs_shape = tuple(obs_space.shape)
-        self.actor = Actor(cfg, obs_shape, action_space).to(device)
-        self.transitions_learned = 0
-        self.reward_scaler = (
-            RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
-        )
-        if learning:
-            self._build_learner(obs_shape)
+        super().__init__(cfg, obs_space, action_space, device)
+        self.actor = Actor(cfg, tuple(obs_space.shape), action_space).to(device)
 
-    def _build_learner(self, obs_shape: tuple[int, ...]) -> None:
-        cfg, device = self.cfg, self.device
-        self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(device)
-        if cfg.ortho_init:
-            init_orthogonal(self.critic, head_gain=1.0)
-        critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr
-        self.optimizer = torch.optim.Adam(
-            [
-                {"params": self.actor.parameters(), "lr": cfg.lr, "base_lr": cfg.lr},
-                {"params": self.critic.parameters(), "lr": critic_lr, "base_lr": critic_lr},
-            ],
-            eps=cfg.adam_eps,
-        )
-
-    # ----- acting -----
     def acting_modules(self) -> dict[str, nn.Module]:
         return {"actor": self.actor}
 
@@ -86,11 +58,39 @@ class PPOPolicy(Policy):
             return {"action_std": float(self.actor.log_std.detach().exp().mean())}
         return {}
 
+
+class PPO(Algorithm):
+    """The clipped surrogate on the policy's actor, a state-value critic, one optimizer for
+    both, and (``reward_scaling``) running reward statistics."""
+
+    policy_cls = PPOPolicy
+    policy: PPOPolicy
+    state_attrs = ("critic", "optimizer")
+
+    def setup(self) -> None:
+        cfg = self.cfg
+        self.transitions_learned = 0
+        self.reward_scaler = (
+            RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
+        )
+        obs_shape = tuple(self.policy.obs_space.shape)
+        self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(self.device)
+        if cfg.ortho_init:
+            init_orthogonal(self.critic, head_gain=1.0)
+        critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr
+        self.optimizer = torch.optim.Adam(
+            [
+                {"params": self.policy.actor.parameters(), "lr": cfg.lr, "base_lr": cfg.lr},
+                {"params": self.critic.parameters(), "lr": critic_lr, "base_lr": critic_lr},
+            ],
+            eps=cfg.adam_eps,
+        )
+
     # ----- learning -----
     def _flat_actions(self, actions: np.ndarray, rows: int) -> torch.Tensor:
-        if self.actor.kind == "discrete":
+        if self.policy.actor.kind == "discrete":
             return to_tensor(actions.reshape(rows), self.device, torch.int64)
-        dtype = torch.int64 if self.actor.kind == "multi_discrete" else torch.float32
+        dtype = torch.int64 if self.policy.actor.kind == "multi_discrete" else torch.float32
         return to_tensor(actions.reshape(rows, -1), self.device, dtype)
 
     @torch.no_grad()
@@ -98,9 +98,9 @@ class PPOPolicy(Policy):
         return torch.cat([self.critic(part).squeeze(-1) for part in obs.split(chunk)])
 
     def _advantages(self, batch: Batch, values: np.ndarray, next_values: np.ndarray) -> Any:
-        rewards = np.asarray(batch["rewards"], dtype=np.float32)
-        terminated = np.asarray(batch["terminated"], dtype=bool)
-        truncated = np.asarray(batch["truncated"], dtype=bool)
+        rewards = np.asarray(batch[REWARDS], dtype=np.float32)
+        terminated = np.asarray(batch[TERMINATED], dtype=bool)
+        truncated = np.asarray(batch[TRUNCATED], dtype=bool)
         if self.reward_scaler is not None:
             rewards = self._scale_rewards(rewards, terminated | truncated)
         cfg = self.cfg
@@ -141,11 +141,12 @@ class PPOPolicy(Policy):
         return int(min(max(size, 1), rows))
 
     def learn(self, batch: Batch) -> LearnResult:
+        """Every epoch over one rollout: one update, however many minibatch steps it takes."""
         cfg, device = self.cfg, self.device
-        steps, envs = np.shape(batch["rewards"])[:2]
+        steps, envs = np.shape(batch[REWARDS])[:2]
         rows = steps * envs
-        obs = to_tensor(batch["obs"], device).flatten(0, 1)
-        next_obs = to_tensor(batch["next_obs"], device).flatten(0, 1)
+        obs = to_tensor(batch[OBS], device).flatten(0, 1)
+        next_obs = to_tensor(batch[NEXT_OBS], device).flatten(0, 1)
         values = self._values(obs)
         next_values = self._values(next_obs)
         advantages, returns = self._advantages(
@@ -155,7 +156,7 @@ class PPOPolicy(Policy):
         )
         advantages = to_tensor(advantages.reshape(rows), device)
         returns = to_tensor(returns.reshape(rows), device)
-        actions = self._flat_actions(np.asarray(batch["actions"]), rows)
+        actions = self._flat_actions(np.asarray(batch[ACTIONS]), rows)
         old_log_prob = to_tensor(np.asarray(batch["log_prob"]).reshape(rows), device, torch.float32)
         self.transitions_learned += rows * self.parallel.world_size  # all learners' rows
         lr = self._update_lr()
@@ -217,7 +218,7 @@ class PPOPolicy(Policy):
         if cfg.normalize_advantages and len(advantages) > 1:
             mean, std = self.parallel.mean_std(advantages)
             advantages = (advantages - mean) / (std + 1e-8)
-        dist = self.actor(obs)
+        dist = self.policy.actor(obs)
         log_prob = dist.log_prob(actions)
         log_ratio = log_prob - old_log_prob
         ratio = log_ratio.exp()

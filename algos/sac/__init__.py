@@ -3,4 +3,4 @@
 from algos.registry import register_algorithm
 from algos.sac.config import SACConfig
 
-register_algorithm("SAC", SACConfig, "algos.sac.policy:SACPolicy")
+register_algorithm("SAC", SACConfig, "algos.sac.policy:SAC")

@@ -1,4 +1,5 @@
-"""SAC: maximum-entropy actor-critic with twin critics and automatic temperature tuning.
+"""SAC: maximum-entropy actor-critic with twin critics and automatic temperature tuning
+(acting: :class:`SACPolicy`; learning: :class:`SAC`).
 
 Targets use the worker's n-step folding: ``y = rewards + discounts * (min Q'(s', a') -
 alpha * log pi(a'|s'))`` with ``a' ~ pi(.|s')``. Critic losses are weighted per sample by
@@ -12,16 +13,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from algos.base import LearnResult
-from algos.continuous import TwinCriticPolicy, off_policy_columns
+from algos.continuous import ContinuousPolicy, TwinCriticAlgorithm, off_policy_columns
 from algos.networks import build_network, soft_update
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, Batch
 
 LOG2 = math.log(2.0)
 
@@ -50,41 +50,9 @@ class SquashedGaussianActor(nn.Module):
         return torch.tanh(u), log_prob
 
 
-class SACPolicy(TwinCriticPolicy):
-    """Continuous control on a bounded 1-D Box action space."""
+class SACPolicy(ContinuousPolicy):
+    """Acting with a squashed Gaussian on a bounded 1-D Box action space."""
 
-    label = "SAC"
-
-    state_attrs = (
-        "actor",
-        "critic",
-        "critic_target",
-        "actor_optimizer",
-        "critic_optimizer",
-        "log_alpha",
-        "alpha_optimizer",
-    )
-
-    def __init__(
-        self,
-        cfg: Any,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        *,
-        learning: bool = True,
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device, learning=learning)
-        self.log_alpha = torch.tensor(
-            math.log(cfg.alpha), device=device, requires_grad=bool(cfg.auto_alpha)
-        )
-        if learning:
-            self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
-        self.target_entropy = (
-            float(cfg.target_entropy) if cfg.target_entropy is not None else -float(self.scaler.dim)
-        )
-
-    # ----- acting -----
     def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:
         return SquashedGaussianActor(self.cfg, obs_dim, action_dim)
 
@@ -97,28 +65,49 @@ class SACPolicy(TwinCriticPolicy):
         normalised, _ = self.actor(obs, noise, deterministic=not explore)
         return normalised.cpu().numpy()
 
-    # ----- learning -----
+
+class SAC(TwinCriticAlgorithm):
+    """Twin soft critics and the temperature ``alpha`` (tuned when ``auto_alpha``)."""
+
+    policy_cls = SACPolicy
+    state_attrs = (*TwinCriticAlgorithm.state_attrs, "log_alpha", "alpha_optimizer")
+
+    def setup(self) -> None:
+        super().setup()
+        cfg = self.cfg
+        self.log_alpha = torch.tensor(
+            math.log(cfg.alpha), device=self.device, requires_grad=bool(cfg.auto_alpha)
+        )
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        self.target_entropy = (
+            float(cfg.target_entropy)
+            if cfg.target_entropy is not None
+            else -float(self.policy.scaler.dim)
+        )
+
     @property
     def alpha(self) -> float:
         return float(self.log_alpha.detach().exp())
 
     def learn(self, batch: Batch) -> LearnResult:
-        cfg = self.cfg
+        """One gradient step of the critics, the actor and (``auto_alpha``) the temperature."""
+        cfg, actor = self.cfg, self.policy.actor
         b = off_policy_columns(batch, self.device)
-        actions = self.scaler.to_normalised(b["actions"])
+        obs, next_obs = b[OBS], b[NEXT_OBS]
+        actions = self.policy.scaler.to_normalised(b[ACTIONS])
         alpha = self.log_alpha.detach().exp()
 
         rows = len(actions)
         with torch.no_grad():
-            next_actions, next_log_prob = self.actor(b["next_obs"], self.noise(rows))
-            tq1, tq2 = self.critic_target(b["next_obs"], next_actions)
+            next_actions, next_log_prob = actor(next_obs, self.noise(rows))
+            tq1, tq2 = self.critic_target(next_obs, next_actions)
             soft_value = torch.min(tq1, tq2) - alpha * next_log_prob
-            target = b["rewards"] + b["discounts"] * soft_value
+            target = b[REWARDS] + b[DISCOUNTS] * soft_value
         critic = self.update_critic(b, actions, target)
 
-        new_actions, log_prob = self.actor(b["obs"], self.noise(rows))
+        new_actions, log_prob = actor(obs, self.noise(rows))
         self.critic.requires_grad_(False)
-        q_new = torch.min(*self.critic(b["obs"], new_actions))
+        q_new = torch.min(*self.critic(obs, new_actions))
         self.critic.requires_grad_(True)
         actor_loss = (alpha * log_prob - q_new).mean()
         actor_grad = self.optimize(self.actor_optimizer, actor_loss, cfg.max_grad_norm)

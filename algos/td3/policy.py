@@ -1,4 +1,5 @@
-"""TD3: a deterministic actor trained through the smaller of two critics.
+"""TD3: a deterministic actor trained through the smaller of two critics (acting:
+:class:`TD3Policy`; learning: :class:`TD3`).
 
 Targets use the worker's n-step folding: ``y = rewards + discounts * min Q'(s', a')`` with
 ``a' = clip(mu'(s') + clip(noise, -c, c), -1, 1)`` (target policy smoothing). The actor and
@@ -9,48 +10,20 @@ sample by ``weights`` and the mean ``|TD error|`` of the two critics goes back a
 from __future__ import annotations
 
 import copy
-from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
 from algos.base import LearnResult
-from algos.continuous import TwinCriticPolicy, off_policy_columns
+from algos.continuous import ContinuousPolicy, TwinCriticAlgorithm, off_policy_columns
 from algos.networks import build_network, soft_update
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, Batch
 
 
-class TD3Policy(TwinCriticPolicy):
-    """Continuous control on a bounded 1-D Box action space."""
+class TD3Policy(ContinuousPolicy):
+    """Acting with a deterministic actor plus Gaussian exploration noise."""
 
-    label = "TD3"
-
-    state_attrs = (
-        "actor",
-        "actor_target",
-        "critic",
-        "critic_target",
-        "actor_optimizer",
-        "critic_optimizer",
-    )
-
-    def __init__(
-        self,
-        cfg: Any,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        device: torch.device,
-        *,
-        learning: bool = True,
-    ) -> None:
-        super().__init__(cfg, obs_space, action_space, device, learning=learning)
-        if learning:
-            self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.last_actor_loss = 0.0
-
-    # ----- acting -----
     def build_actor(self, obs_dim: int, action_dim: int) -> nn.Module:
         return nn.Sequential(
             build_network(self.cfg.actor_layers, (obs_dim,), action_dim), nn.Tanh()
@@ -63,32 +36,45 @@ class TD3Policy(TwinCriticPolicy):
             normalised = np.clip(normalised + noise, -1.0, 1.0)
         return normalised
 
-    # ----- learning -----
+
+class TD3(TwinCriticAlgorithm):
+    """Twin critics, a target actor, and delayed actor updates."""
+
+    policy_cls = TD3Policy
+    state_attrs = ("actor_target", *TwinCriticAlgorithm.state_attrs)
+
+    def setup(self) -> None:
+        super().setup()
+        self.actor_target = copy.deepcopy(self.policy.actor).requires_grad_(False)
+        self.last_actor_loss = 0.0
+
     def learn(self, batch: Batch) -> LearnResult:
-        cfg = self.cfg
+        """One gradient step of the critics; of the actor every ``policy_delay`` steps."""
+        cfg, actor = self.cfg, self.policy.actor
         b = off_policy_columns(batch, self.device)
-        actions = self.scaler.to_normalised(b["actions"])
+        obs, next_obs = b[OBS], b[NEXT_OBS]
+        actions = self.policy.scaler.to_normalised(b[ACTIONS])
 
         with torch.no_grad():
-            next_actions = self.actor_target(b["next_obs"])
+            next_actions = self.actor_target(next_obs)
             noise = (self.noise(len(next_actions)) * cfg.policy_noise).clamp(
                 -cfg.noise_clip, cfg.noise_clip
             )
             next_actions = (next_actions + noise).clamp(-1.0, 1.0)
-            target = b["rewards"] + b["discounts"] * torch.min(
-                *self.critic_target(b["next_obs"], next_actions)
+            target = b[REWARDS] + b[DISCOUNTS] * torch.min(
+                *self.critic_target(next_obs, next_actions)
             )
         critic = self.update_critic(b, actions, target)
         self.updates += 1
 
         if self.updates % max(int(cfg.policy_delay), 1) == 0:
             self.critic.requires_grad_(False)
-            actor_loss = -self.critic.q1(torch.cat([b["obs"], self.actor(b["obs"])], dim=-1)).mean()
+            actor_loss = -self.critic.q1(torch.cat([obs, actor(obs)], dim=-1)).mean()
             self.critic.requires_grad_(True)
             self.optimize(self.actor_optimizer, actor_loss, cfg.max_grad_norm)
             self.last_actor_loss = float(actor_loss.detach())
             soft_update(self.critic_target, self.critic, float(cfg.tau))
-            soft_update(self.actor_target, self.actor, float(cfg.tau))
+            soft_update(self.actor_target, actor, float(cfg.tau))
 
         return LearnResult(
             metrics={

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from joyrl_ray.buffers.replay import Batch, ReplayBuffer
+from joyrl_ray.batch import Batch
+from joyrl_ray.buffers.replay import ReplayBuffer
 from joyrl_ray.buffers.sum_tree import SumTree
 
 

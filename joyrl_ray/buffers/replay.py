@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-Batch = dict[str, np.ndarray]
+from joyrl_ray.batch import GENERATIONS, SLOTS, WEIGHTS, Batch
 
 
 class ReplayBuffer:
@@ -67,9 +67,9 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty buffer")
         slots, weights = self.sample_slots(batch_size)
         batch = {key: column[slots] for key, column in self.columns.items()}
-        batch["slots"] = slots
-        batch["generations"] = self.generations[slots].copy()
-        batch["weights"] = weights
+        batch[SLOTS] = slots
+        batch[GENERATIONS] = self.generations[slots].copy()
+        batch[WEIGHTS] = weights
         return batch
 
     def update_priorities(

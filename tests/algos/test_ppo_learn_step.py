@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from algos.ppo.config import PPOConfig
-from algos.ppo.policy import PPOPolicy
+from algos.ppo.policy import PPO, PPOPolicy
 
 OBS = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 SPACES = {
@@ -23,11 +23,12 @@ SPACES = {
 }
 
 
-def make(space: gym.Space, **overrides: object) -> PPOPolicy:
+def make(space: gym.Space, **overrides: object) -> PPO:
     torch.manual_seed(0)
-    policy = PPOPolicy(PPOConfig(**overrides), OBS, space, torch.device("cpu"))
-    policy.seed(0)
-    return policy
+    algo = PPO(PPOConfig(**overrides), OBS, space, torch.device("cpu"))
+    algo.seed(0)
+    algo.policy.seed(0)
+    return algo
 
 
 def bandit_reward(kind: str, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -63,19 +64,19 @@ def rollout(policy: PPOPolicy, kind: str, rng: np.random.Generator, steps: int =
 
 @pytest.mark.parametrize("kind", sorted(SPACES))
 def test_ppo_improves_a_bandit(kind: str) -> None:
-    policy = make(SPACES[kind], lr=3e-3, n_epochs=4, n_minibatches=2, log_std_init=-1.0)
+    algo = make(SPACES[kind], lr=3e-3, n_epochs=4, n_minibatches=2, log_std_init=-1.0)
     rng = np.random.default_rng(0)
     obs = rng.uniform(-1, 1, (512, 2)).astype(np.float32)
 
     def greedy_return() -> float:
-        actions, _ = policy.act(obs, explore=False, env_steps=0)
+        actions, _ = algo.policy.act(obs, explore=False, env_steps=0)
         return float(bandit_reward(kind, obs, actions).mean())
 
     before = greedy_return()
     for _ in range(40):
-        result = policy.learn(rollout(policy, kind, rng))
+        result = algo.learn(rollout(algo.policy, kind, rng))
     after = greedy_return()
-    assert policy.updates == 40
+    assert algo.updates == 40
     assert all(np.isfinite(v) for v in result.metrics.values()), result.metrics
     best = {"discrete": 1.0, "multi_discrete": 2.0, "gaussian": 0.0}[kind]
     assert after > before and after >= best - 0.5 * abs(best - before), (before, after)
@@ -83,7 +84,7 @@ def test_ppo_improves_a_bandit(kind: str) -> None:
 
 def test_linear_lr_schedule_and_state_round_trip() -> None:
     space = SPACES["discrete"]
-    policy = make(
+    algo = make(
         space,
         lr=1e-3,
         lr_schedule="linear",
@@ -94,21 +95,21 @@ def test_linear_lr_schedule_and_state_round_trip() -> None:
         value_clip=0.2,
     )
     rng = np.random.default_rng(1)
-    lrs = [policy.learn(rollout(policy, "discrete", rng)).metrics["lr"] for _ in range(3)]
+    lrs = [algo.learn(rollout(algo.policy, "discrete", rng)).metrics["lr"] for _ in range(3)]
     # 128 transitions per call: half-way, then the floor, then the floor again
     np.testing.assert_allclose(lrs, [1e-3 * 0.55, 1e-4, 1e-4], rtol=1e-6)
     restored = make(space, lr_schedule="linear", reward_scaling=True)
-    restored.load_state_dict(policy.state_dict())
+    restored.load_state_dict(algo.state_dict())
     assert restored.updates == 3 and restored.transitions_learned == 384
-    assert restored.reward_scaler.stats.count == pytest.approx(policy.reward_scaler.stats.count)
+    assert restored.reward_scaler.stats.count == pytest.approx(algo.reward_scaler.stats.count)
 
 
 def test_target_kl_stops_the_epochs_early() -> None:
-    policy = make(SPACES["gaussian"], lr=1e-2, n_epochs=50, n_minibatches=4, target_kl=1e-4)
-    batch = rollout(policy, "gaussian", np.random.default_rng(2))
-    metrics = policy.learn(batch).metrics
+    algo = make(SPACES["gaussian"], lr=1e-2, n_epochs=50, n_minibatches=4, target_kl=1e-4)
+    batch = rollout(algo.policy, "gaussian", np.random.default_rng(2))
+    metrics = algo.learn(batch).metrics
     assert 1 <= metrics["minibatch_updates"] < 50 * 4
-    assert policy.updates == 1
+    assert algo.updates == 1
 
 
 def test_unknown_lr_schedule_is_refused() -> None:

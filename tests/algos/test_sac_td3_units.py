@@ -11,22 +11,23 @@ import torch
 
 from algos.continuous import BoxScaler
 from algos.sac.config import SACConfig
-from algos.sac.policy import SACPolicy
+from algos.sac.policy import SAC
 from algos.td3.config import TD3Config
-from algos.td3.policy import TD3Policy
+from algos.td3.policy import TD3
 from joyrl_ray.buffers import PrioritizedReplayBuffer
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACTIONS = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
-POLICIES = {"SAC": (SACConfig, SACPolicy), "TD3": (TD3Config, TD3Policy)}
+ALGORITHMS = {"SAC": (SACConfig, SAC), "TD3": (TD3Config, TD3)}
 
 
 def make(name: str, **overrides: object):
-    config_cls, policy_cls = POLICIES[name]
+    config_cls, algorithm_cls = ALGORITHMS[name]
     cfg = config_cls(**{"random_steps": 0, "batch_size": 32, **overrides})
-    policy = policy_cls(cfg, OBS, ACTIONS, torch.device("cpu"))
-    policy.seed(0)
-    return policy
+    algo = algorithm_cls(cfg, OBS, ACTIONS, torch.device("cpu"))
+    algo.seed(0)
+    algo.policy.seed(0)
+    return algo
 
 
 def transitions(rows: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -51,61 +52,62 @@ def test_box_scaler_round_trip() -> None:
 
 
 def test_sac_squashed_log_prob_matches_torch_transform() -> None:
-    policy = make("SAC")
+    algo = make("SAC")
     obs = torch.as_tensor(transitions(64)["obs"])
     torch.manual_seed(0)
     noise = torch.randn(64, 2)
-    actions, log_prob = policy.actor(obs, noise)
-    mean, log_std = policy.actor.net(obs).chunk(2, dim=-1)
+    actions, log_prob = algo.policy.actor(obs, noise)
+    mean, log_std = algo.policy.actor.net(obs).chunk(2, dim=-1)
     reference = torch.distributions.TransformedDistribution(
         torch.distributions.Normal(mean, log_std.clamp(-20, 2).exp()),
         [torch.distributions.TanhTransform()],
     )
     expected = reference.log_prob(actions.clamp(-1 + 1e-6, 1 - 1e-6)).sum(-1)
     np.testing.assert_allclose(log_prob.detach(), expected.detach(), atol=1e-3)
-    assert policy.target_entropy == -2.0 and policy.alpha == pytest.approx(0.2)
+    assert algo.target_entropy == -2.0 and algo.alpha == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_actions_stay_in_bounds_and_weights_travel(name: str) -> None:
-    policy = make(name)
+    algo = make(name)
     obs = np.random.default_rng(0).uniform(-1, 1, (256, 3)).astype(np.float32) * 50
     for explore in (True, False):
-        actions, extras = policy.act(obs, explore=explore, env_steps=10**6)
+        actions, extras = algo.policy.act(obs, explore=explore, env_steps=10**6)
         assert extras == {} and actions.shape == (256, 2)
         assert np.all(actions >= ACTIONS.low) and np.all(actions <= ACTIONS.high)
     random_policy = make(name, random_steps=100)
-    uniform, _ = random_policy.act(obs, explore=True, env_steps=0)
+    uniform, _ = random_policy.policy.act(obs, explore=True, env_steps=0)
     assert uniform[:, 0].min() < -1.5 and uniform[:, 0].max() > 1.5
     twin = make(name)
-    twin.set_weights(policy.get_weights())
+    twin.policy.set_weights(algo.get_weights())
     np.testing.assert_array_equal(
-        twin.act(obs, explore=False, env_steps=0)[0], policy.act(obs, explore=False, env_steps=0)[0]
+        twin.policy.act(obs, explore=False, env_steps=0)[0],
+        algo.policy.act(obs, explore=False, env_steps=0)[0],
     )
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_zero_is_weights_leave_the_critic_unchanged(name: str) -> None:
-    policy = make(name)
+    algo = make(name)
     batch = transitions(32)
     batch["weights"] = np.zeros(32, np.float32)
-    before = [p.detach().clone() for p in policy.critic.parameters()]
-    result = policy.learn(batch)
-    assert unchanged(before, policy.critic)
+    before = [p.detach().clone() for p in algo.critic.parameters()]
+    result = algo.learn(batch)
+    assert unchanged(before, algo.critic)
     assert result.priorities is not None and result.priorities.shape == (32,)
     assert np.all(result.priorities >= 0) and math.isfinite(result.metrics["critic_loss"])
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_priorities_flow_back_into_prioritized_replay(name: str) -> None:
-    policy = make(name)
+    algo = make(name)
     buffer = PrioritizedReplayBuffer(256, seed=0)
     buffer.add(transitions(256))
     for _ in range(4):
         batch = buffer.sample(32)
-        result = policy.learn(batch)
+        result = algo.learn(batch)
         assert buffer.update_priorities(batch["slots"], batch["generations"], result.priorities)
-    assert policy.updates == 4
+    assert algo.updates == 4
 
 
 def unchanged(before: list[torch.Tensor], module: torch.nn.Module) -> bool:
@@ -113,25 +115,25 @@ def unchanged(before: list[torch.Tensor], module: torch.nn.Module) -> bool:
 
 
 def test_td3_delays_actor_and_target_updates() -> None:
-    policy = make("TD3", policy_delay=3)
-    actor_before = [p.detach().clone() for p in policy.actor.parameters()]
-    target_before = [p.detach().clone() for p in policy.critic_target.parameters()]
+    algo = make("TD3", policy_delay=3)
+    actor_before = [p.detach().clone() for p in algo.policy.actor.parameters()]
+    target_before = [p.detach().clone() for p in algo.critic_target.parameters()]
     batch = transitions(32)
     for _ in range(2):
-        policy.learn(batch)
-    assert unchanged(actor_before, policy.actor)
-    assert unchanged(target_before, policy.critic_target)
-    policy.learn(batch)
-    assert not unchanged(actor_before, policy.actor)
-    assert not unchanged(target_before, policy.critic_target)
+        algo.learn(batch)
+    assert unchanged(actor_before, algo.policy.actor)
+    assert unchanged(target_before, algo.critic_target)
+    algo.learn(batch)
+    assert not unchanged(actor_before, algo.policy.actor)
+    assert not unchanged(target_before, algo.critic_target)
 
 
 def test_sac_alpha_tuning_and_state_round_trip() -> None:
-    policy = make("SAC")
+    algo = make("SAC")
     batch = transitions(32)
     for _ in range(3):
-        policy.learn(batch)
-    assert policy.alpha != pytest.approx(0.2)
+        algo.learn(batch)
+    assert algo.alpha != pytest.approx(0.2)
     restored = make("SAC")
-    restored.load_state_dict(policy.state_dict())
-    assert restored.alpha == pytest.approx(policy.alpha) and restored.updates == 3
+    restored.load_state_dict(algo.state_dict())
+    assert restored.alpha == pytest.approx(algo.alpha) and restored.updates == 3

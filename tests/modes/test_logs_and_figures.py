@@ -32,7 +32,7 @@ def algorithm_metric_names(trained: RunResult) -> set[str]:
 
     cfg = make_cfg(trained.task_dir.parent, *TRAIN_OVERRIDES)
     env = gym.make("CartPole-v1")
-    policy = get_algorithm("DQN").policy_cls(
+    policy = get_algorithm("DQN").algorithm_cls(
         cfg.algo, env.observation_space, env.action_space, torch.device("cpu")
     )
     n = 8

@@ -126,20 +126,21 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
         start_state=path.read_bytes(),
     )
     learner.start(None)
-    policy = learner.policy
+    algorithm = learner.policy
     saved = checkpoint["policy"]
-    for name in ("q_net", "target_net"):
-        for key, tensor in getattr(policy, name).state_dict().items():
+    nets = {"q_net": algorithm.policy.q_net, "target_net": algorithm.target_net}
+    for name, net in nets.items():
+        for key, tensor in net.state_dict().items():
             torch.testing.assert_close(tensor, saved[name][key])
-    restored_opt = policy.optimizer.state_dict()
+    restored_opt = algorithm.optimizer.state_dict()
     for index, param_state in saved["optimizer"]["state"].items():
         for key, value in param_state.items():
             torch.testing.assert_close(restored_opt["state"][index][key], value)
-    assert policy.updates == learner.updates == checkpoint["counters"]["updates"]
+    assert algorithm.updates == learner.updates == checkpoint["counters"]["updates"]
     assert vars(learner.counters) == checkpoint["counters"]
     assert learner.weights_version == checkpoint["weights_version"] + 1  # published once
     assert torch.equal(torch.get_rng_state(), checkpoint["rng"]["torch"])
-    assert policy.rng.bit_generator.state == checkpoint["rng"]["numpy"]
+    assert algorithm.rng.bit_generator.state == checkpoint["rng"]["numpy"]
 
 
 def test_resume_from_a_torn_last_checkpoint_uses_the_newest_intact_one(

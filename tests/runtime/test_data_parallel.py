@@ -1,7 +1,7 @@
 """Data-parallel learners (general_cfg.n_learners > 1) learn exactly what one learner would.
 
 Why: N learners each compute gradients on their share of a batch and average them before
-the step (``Policy.optimize``); advantage statistics and learning noise go through the
+the step (``Algorithm.optimize``); advantage statistics and learning noise go through the
 group too (``algos.parallel``). If any of it were off, N learners would learn something
 else than one learner on the whole batch, and nothing else would notice.
 
@@ -50,11 +50,12 @@ SMALL = "[{layer_type: linear, layer_dim: [32], activation: relu}]"
 
 
 def build_policy(cfg: RunConfig):
-    """The learning policy, seeded as a learner seeds it (same weights, same noise streams)."""
+    """The learning algorithm, seeded as a learner seeds it (same weights, same noise streams)."""
     torch.manual_seed(SEED)
     spec = get_algorithm(cfg.general.algo_name)
-    policy = spec.policy_cls(cfg.algo, *probe_env(cfg.env), torch.device("cpu"), learning=True)
+    policy = spec.algorithm_cls(cfg.algo, *probe_env(cfg.env), torch.device("cpu"))
     policy.seed(SEED)
+    policy.policy.seed(SEED)  # the rollouts' actions
     return policy
 
 
@@ -180,7 +181,8 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
     cfg = make_cfg(tmp_path, *overrides)
     reference = build_policy(cfg)
     rng = np.random.default_rng(SEED)
-    batches = rollout_batches(reference, rng) if on_policy else replay_batches(reference, rng)
+    acting = reference.policy
+    batches = rollout_batches(acting, rng) if on_policy else replay_batches(acting, rng)
     start = params(reference)
     for batch in batches:
         reference.learn(batch)

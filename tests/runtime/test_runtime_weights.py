@@ -36,7 +36,7 @@ class ProbeWorker(Worker):
 class ProbeLearner(Learner):
     def probe(self, obs: np.ndarray) -> tuple[int, np.ndarray]:
         self.pending.drain(30)  # its publishes have reached the DataServer
-        return self.weights_version, self.policy.q_values(obs)
+        return self.weights_version, self.policy.policy.q_values(obs)
 
 
 def _probe_obs() -> np.ndarray:
