@@ -97,15 +97,41 @@ class PPO(Algorithm):
     def _values(self, obs: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
         return torch.cat([self.critic(part).squeeze(-1) for part in obs.split(chunk)])
 
-    def _advantages(self, batch: Batch, values: np.ndarray, next_values: np.ndarray) -> Any:
+    def _rewards(self, batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rewards (scaled when ``reward_scaling``), terminated and truncated, ``[T, N]``."""
         rewards = np.asarray(batch[REWARDS], dtype=np.float32)
         terminated = np.asarray(batch[TERMINATED], dtype=bool)
         truncated = np.asarray(batch[TRUNCATED], dtype=bool)
         if self.reward_scaler is not None:
             rewards = self._scale_rewards(rewards, terminated | truncated)
-        cfg = self.cfg
-        return compute_gae(
-            rewards, values, next_values, terminated, truncated, self.gamma, cfg.gae_lambda
+        return rewards, terminated, truncated
+
+    def _targets(
+        self,
+        batch: Batch,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        values: torch.Tensor,
+        next_values: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Flat advantages, value targets and the log-probabilities the surrogate's ratio is
+        taken against: GAE(lambda) and the workers' own log-probabilities (on-policy data)."""
+        rewards, terminated, truncated = self._rewards(batch)
+        advantages, returns = compute_gae(
+            rewards,
+            values.cpu().numpy(),
+            next_values.cpu().numpy(),
+            terminated,
+            truncated,
+            self.gamma,
+            self.cfg.gae_lambda,
+        )
+        device = self.device
+        old_log_prob = to_tensor(np.asarray(batch["log_prob"]).reshape(-1), device, torch.float32)
+        return (
+            to_tensor(advantages.reshape(-1), device),
+            to_tensor(returns.reshape(-1), device),
+            old_log_prob,
         )
 
     def _scale_rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
@@ -149,15 +175,10 @@ class PPO(Algorithm):
         next_obs = to_tensor(batch[NEXT_OBS], device).flatten(0, 1)
         values = self._values(obs)
         next_values = self._values(next_obs)
-        advantages, returns = self._advantages(
-            batch,
-            values.cpu().numpy().reshape(steps, envs),
-            next_values.cpu().numpy().reshape(steps, envs),
-        )
-        advantages = to_tensor(advantages.reshape(rows), device)
-        returns = to_tensor(returns.reshape(rows), device)
         actions = self._flat_actions(np.asarray(batch[ACTIONS]), rows)
-        old_log_prob = to_tensor(np.asarray(batch["log_prob"]).reshape(rows), device, torch.float32)
+        advantages, returns, old_log_prob = self._targets(
+            batch, obs, actions, values.reshape(steps, envs), next_values.reshape(steps, envs)
+        )
         self.transitions_learned += rows * self.parallel.world_size  # all learners' rows
         lr = self._update_lr()
 
@@ -205,6 +226,14 @@ class PPO(Algorithm):
         kl = float(self.parallel.mean(torch.tensor(approx_kl, device=self.device)))
         return kl > 1.5 * self.cfg.target_kl
 
+    def _policy_loss(
+        self, log_prob: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor
+    ) -> torch.Tensor:
+        """The clipped surrogate: the ratio kept within ``1 +- clip_eps``."""
+        clip = self.cfg.clip_eps
+        surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
+        return -surrogate.mean()
+
     def _minibatch_step(
         self,
         obs: torch.Tensor,
@@ -222,11 +251,7 @@ class PPO(Algorithm):
         log_prob = dist.log_prob(actions)
         log_ratio = log_prob - old_log_prob
         ratio = log_ratio.exp()
-        surrogate = torch.min(
-            ratio * advantages,
-            ratio.clamp(1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * advantages,
-        )
-        policy_loss = -surrogate.mean()
+        policy_loss = self._policy_loss(log_prob, ratio, advantages)
         entropy = dist.entropy().mean()
 
         new_values = self.critic(obs).squeeze(-1)

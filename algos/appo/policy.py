@@ -1,0 +1,67 @@
+"""APPO and IMPALA: PPO's actor and critic, with targets corrected for policy lag by V-trace.
+
+A rollout may have been acted out with older weights than the learner's (the behaviour
+policy ``mu``, whose log-probabilities the workers stored). Before an update, the learner
+takes the log-probabilities of the same actions under its current policy (the target
+policy ``pi``, fixed for the update as IMPACT's target network) and computes V-trace
+targets ``v_s`` and advantages from ``log pi - log mu`` (:mod:`algos.vtrace`). APPO then
+runs PPO's clipped surrogate with the ratio taken against ``pi``; IMPALA takes one
+policy-gradient step ``-log pi(a|x) * advantage``. Both regress the critic on ``v_s``.
+Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from algos.base import to_tensor
+from algos.ppo.policy import PPO
+from algos.vtrace import vtrace
+from joyrl_ray.batch import Batch
+
+
+class APPO(PPO):
+    """PPO's clipped surrogate on V-trace advantages, the value loss on V-trace targets."""
+
+    @torch.no_grad()
+    def _log_probs(self, obs: torch.Tensor, actions: torch.Tensor, chunk: int = 4096):
+        parts = zip(obs.split(chunk), actions.split(chunk), strict=True)
+        return torch.cat([self.policy.actor(o).log_prob(a) for o, a in parts])
+
+    def _targets(
+        self,
+        batch: Batch,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        values: torch.Tensor,
+        next_values: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        rewards, terminated, truncated = self._rewards(batch)
+        shape = rewards.shape
+        device = self.device
+        behaviour = to_tensor(np.asarray(batch["log_prob"]), device, torch.float32)
+        target = self._log_probs(obs, actions)
+        cfg = self.cfg
+        out = vtrace(
+            target.reshape(shape) - behaviour.reshape(shape),
+            to_tensor(rewards, device),
+            values,
+            next_values,
+            to_tensor(terminated, device),
+            to_tensor(truncated, device),
+            gamma=self.gamma,
+            rho_bar=cfg.rho_bar,
+            c_bar=cfg.c_bar,
+            lam=cfg.vtrace_lambda,
+        )
+        return out.pg_advantages.reshape(-1), out.vs.reshape(-1), target
+
+
+class IMPALA(APPO):
+    """The V-trace actor-critic: ``-log pi(a|x) * advantage``, no clipping."""
+
+    def _policy_loss(
+        self, log_prob: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor
+    ) -> torch.Tensor:
+        return -(log_prob * advantages).mean()
