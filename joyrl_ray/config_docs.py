@@ -64,6 +64,10 @@ def _rows(cls: type, prefix: str) -> list[str]:
     return rows
 
 
+def _keys(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
 def table(cls: type, section: str) -> str:
     rows = _rows(cls, section)
     return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *rows])
@@ -76,12 +80,15 @@ def reference() -> str:
         "## env_cfg",
         table(EnvConfig, "env_cfg"),
     ]
-    families: dict[type, list[str]] = {}  # variants (DoubleDQN) share their base's table
+    # Variants that only change defaults (DoubleDQN) share their base's table; a config that
+    # adds keys (APPO over PPO) gets its own.
+    families: dict[type, list[str]] = {}
     for name, spec in ALGORITHMS.items():
         if ":" in name:  # an algorithm named by import path is not one of the project's
             continue
-        base = next((b for b in families if issubclass(spec.config_cls, b)), spec.config_cls)
-        families.setdefault(base, []).append(name)
+        keys = _keys(spec.config_cls)
+        same = (b for b in families if issubclass(spec.config_cls, b) and _keys(b) == keys)
+        families.setdefault(next(same, spec.config_cls), []).append(name)
     for config_cls, names in families.items():
         parts += [f"## algo_cfg for {', '.join(names)}", table(config_cls, "algo_cfg")]
     return "\n\n".join(parts)
