@@ -381,6 +381,7 @@ def test_token_mode_unset_on_a_token_cluster_says_to_set_it(cluster, tmp_path):
     assert took < 60
 
 
+@pytest.mark.ray_compat
 def test_stopping_the_cluster_leaves_no_process(cluster):
     assert alive((cluster.proc.pid, _start_time(cluster.proc.pid)))
     cluster.seen.update(descendants(cluster.proc.pid))
