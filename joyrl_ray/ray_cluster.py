@@ -279,6 +279,14 @@ def check_address(address: str, source: str = "general_cfg.ray_address") -> str:
     return address
 
 
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """The whole message on one line: Ray's version mismatch names the versions below its
+    first line."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def _refused_hint(mode: str) -> str:
     """Why a GCS that answered may still refuse a driver: token authentication."""
     version = installed_ray() or ""
@@ -341,7 +349,7 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
         ray.init(address=hostport, runtime_env=runtime_env, **common)
     except Exception as exc:  # refused, version mismatches, runtime_env upload failures, ...
         hint = _refused_hint(mode) if isinstance(exc, ConnectionError) else ""
-        raise ClusterError(f"{label}: cannot attach ({first_line(exc)}){hint}") from None
+        raise ClusterError(f"{label}: cannot attach ({_one_line(exc)}){hint}") from None
     via = "" if target.source == "general_cfg.ray_address" else f" (from {target.source})"
     _SESSION.joined = f"{hostport}{via}"
     return "attached"
