@@ -24,7 +24,6 @@ from runtime_procs import ROOT, descendants, main_env, task_dirs
 
 from joyrl_ray.ray_version import SUPPORTED_RAY, is_supported
 
-pytestmark = pytest.mark.ray_compat
 OUTSIDE = "2.49.2"
 VENV = Path(tempfile.gettempdir()) / f"joyrl-ray-{OUTSIDE}-venv"
 
