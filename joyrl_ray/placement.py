@@ -45,10 +45,7 @@ class Node:
     node_id: str
     ip: str
     resources: dict[str, float]
-
-    @property
-    def head(self) -> bool:
-        return "node:__internal_head__" in self.resources
+    head: bool = False  # the node the cluster's GCS runs on
 
     @property
     def custom(self) -> dict[str, float]:
@@ -75,14 +72,31 @@ class ClusterFitError(ValueError):
     """A request the cluster can never hold; the message says what and what there is."""
 
 
+def _gcs_host() -> str | None:
+    """The host of the cluster's GCS, which runs on the head node (None if Ray won't say,
+    e.g. for a Ray Client driver)."""
+    import ray
+
+    try:
+        address = ray.get_runtime_context().gcs_address
+    except Exception:  # a Ray Client driver has no runtime context of its own
+        return None
+    return str(address).rpartition(":")[0].strip("[]") or None
+
+
 def alive_nodes() -> list[Node]:
     import ray
 
-    return [
+    nodes = [
         Node(n["NodeID"], n["NodeManagerAddress"], dict(n["Resources"]))
         for n in ray.nodes()
         if n.get("Alive")
     ]
+    head_host = _gcs_host()
+    heads = [n for n in nodes if n.ip == head_host]
+    if len(heads) == 1:  # nodes sharing the GCS's ip leave the head unknown
+        heads[0].head = True
+    return nodes
 
 
 def _fits(request: dict[str, float], resources: dict[str, float]) -> bool:
@@ -156,18 +170,33 @@ def wait_for_death(actors: list[Any], timeout_s: float) -> bool:
     A role on a lost node looks to its callers like a broken connection well before Ray
     declares the node dead (its health checks take ~15-30 s). Until then Ray still counts
     the node's resources, so a role restarted at once may be placed on the lost node again.
+    Ray says an actor is dead by failing a call to it with ``ActorDiedError``; the call is
+    ``__ray_ready__``, which Ray gives every actor; a call that cannot reach the actor yet
+    (``ActorUnavailableError``, or no answer) means Ray does not know yet.
     """
-    from ray._private.state import actors as actor_table
+    import ray
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
 
-    ids = [actor._actor_id.hex() for actor in actors]
+    if not actors:
+        return True
     deadline = time.monotonic() + timeout_s
-    while True:
-        states = [actor_table(actor_id=i).get("State", "DEAD") for i in ids]
-        if "DEAD" in states or not ids:
-            return True
-        if time.monotonic() > deadline:
+    pending = {actor.__ray_ready__.remote(): actor for actor in actors}
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
             return False
-        time.sleep(0.5)
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=min(left, 0.5))
+        for ref in done:
+            actor = pending.pop(ref)
+            try:
+                ray.get(ref, timeout=0)
+            except ActorDiedError:
+                return True
+            except (ActorUnavailableError, GetTimeoutError):
+                pass
+            time.sleep(0.2)  # alive, or not reachable yet: ask again
+            pending[actor.__ray_ready__.remote()] = actor
+    return False
 
 
 def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool) -> float:
@@ -236,9 +265,15 @@ def learner_group(general: GeneralConfig, request: dict[str, float]) -> Any:
 
 
 def describe(nodes: list[Node]) -> str:
+    """``2 nodes, 3 CPUs, 0 GPUs``, and for a cluster this run attached to, which one
+    (``, joined 10.0.0.5:6379 (from RAY_ADDRESS)``)."""
+    from joyrl_ray.ray_cluster import joined_cluster
+
     cpus = sum(n.resources.get("CPU", 0.0) for n in nodes)
     gpus = sum(n.resources.get("GPU", 0.0) for n in nodes)
-    return f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {cpus:g} CPUs, {gpus:g} GPUs"
+    line = f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {cpus:g} CPUs, {gpus:g} GPUs"
+    joined = joined_cluster()
+    return f"{line}, joined {joined}" if joined else line
 
 
 def _labels(node_ids: dict[str, str]) -> dict[str, str]:

@@ -1,26 +1,31 @@
-"""Starting a local Ray or attaching to a running cluster, with clear errors.
+"""Starting a local Ray or attaching to a running cluster, with clear errors; public Ray
+APIs only (``ray.init`` and its errors, documented env vars), so that every Ray release in
+:data:`~joyrl_ray.ray_version.SUPPORTED_RAY` works the same.
 
-``ray_address: null`` starts a local Ray that the run owns and shuts down. Any other
-address attaches: the project code travels as the job's ``runtime_env`` working_dir,
-and on exit the run only disconnects, leaving the cluster and its other jobs running.
+Which Ray a run uses:
 
-Inside a Ray job (``ray job submit ... -- python main.py ...``) the job supervisor already
-gave the driver a runtime_env (``RAY_JOB_CONFIG_JSON_ENV_VAR``, with the job's working_dir)
-and the cluster's address (``RAY_ADDRESS``): the run attaches without a runtime_env of its
-own (Ray refuses two working_dirs), and ``null`` means the job's cluster, not a second Ray
-on the head node.
+- ``ray_address: null`` (the default) does what ``ray.init()`` does: it attaches to the
+  cluster ``RAY_ADDRESS`` names when that is set (a Ray user's ``export
+  RAY_ADDRESS=host:port``; inside ``ray job submit`` the job's own cluster), and otherwise
+  starts a local Ray that the run owns and shuts down.
+- ``ray_address: local`` always starts a local Ray, ``RAY_ADDRESS`` or not.
+- ``auto``, ``host:port`` or ``ray://host:port`` attach there (``auto``: ``RAY_ADDRESS``,
+  else the cluster of the last ``ray start`` on this machine, as ``ray.init`` documents).
 
-Before attaching, the address is probed with one short gRPC call (a GCS ``GetClusterId``
-for ``host:port`` / ``auto``, a Ray Client ``PING`` for ``ray://host:port``), so that a
-wrong address, a wrong kind of port or a missing auth token fails in seconds with one
-line instead of Ray's own half minute of retries and log spam.
+An attached run ships the project as the job's ``runtime_env`` working_dir (a Ray job's
+driver already has the job's, and Ray refuses two) and on exit only disconnects, leaving
+the cluster and its other jobs running.
 
-Token authentication (Ray 2.60): ``ray start --head`` turns it on whenever the head machine
-has a token (``~/.ray/auth_token``, written by ``ray get-auth-token --generate`` or by any
-earlier local ``ray.init``). Ray itself sends a token to an explicit address only when
-``RAY_AUTH_MODE=token`` is set, so when the cluster asks for a token and this machine has
-one (``RAY_AUTH_TOKEN``, else the file ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``)
-and RAY_AUTH_MODE is unset, token mode is turned on for this process until it disconnects.
+Before ``ray.init``, the address is checked with a TCP connect and one call to the
+standard gRPC health service (``grpc.health.v1``, which Ray's GCS serves and its Ray
+Client server does not), so that a wrong address or the wrong kind of port fails in
+seconds with one line instead of Ray's own half minute of retries.
+
+Token authentication (Ray 2.52 and later) follows Ray's documented rule: the driver sends a
+token when ``RAY_AUTH_MODE=token`` is set, read from ``RAY_AUTH_TOKEN``, else the file
+``RAY_AUTH_TOKEN_PATH`` names, else ``~/.ray/auth_token``. No public API tells whether a
+cluster wants one before ``ray.init`` tries, so a refused driver is told, in one line,
+what to set.
 """
 
 from __future__ import annotations
@@ -29,11 +34,16 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from joyrl_ray.handles import first_line
+from joyrl_ray.ray_version import TOKEN_AUTH_SINCE, has_token_auth, installed_ray
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 UPLOAD_EXCLUDES = [
@@ -53,13 +63,17 @@ UPLOAD_EXCLUDES = [
     ".gl/",
 ]
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by the job supervisor for a job's driver
-CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the gRPC probe: worst case ~10 s
+ADDRESS_ENV = "RAY_ADDRESS"
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+TOKEN_ENV, TOKEN_PATH_ENV = "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
+CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the health call: worst case ~10 s
 # Ray stops in well under a second here; past this the run ends anyway (see RaySession.close).
 TEARDOWN_TIMEOUT_S = 60.0
-AUTH_MODE_ENV = "RAY_AUTH_MODE"
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"  # the standard gRPC health service
 TOKEN_HELP = (
-    "copy the head node's token (`ray get-auth-token` on the head) to ~/.ray/auth_token "
-    "here, or export RAY_AUTH_TOKEN=<token> or RAY_AUTH_TOKEN_PATH=<file>"
+    "export RAY_AUTH_MODE=token and copy the head node's token (`ray get-auth-token` on the "
+    "head) to ~/.ray/auth_token here, or export RAY_AUTH_TOKEN=<token> or "
+    "RAY_AUTH_TOKEN_PATH=<file>"
 )
 
 
@@ -67,15 +81,48 @@ class ClusterError(RuntimeError):
     """The cluster cannot be reached or cannot hold the run; the message says which."""
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a run's Ray comes from: ``address`` None starts a local Ray."""
+
+    address: str | None
+    source: str  # what named it, for messages: "general_cfg.ray_address", "RAY_ADDRESS", ...
+
+    @property
+    def label(self) -> str:
+        """How messages name the setting: ``general_cfg.ray_address='x'`` or the env var."""
+        if self.source == ADDRESS_ENV:
+            return f"RAY_ADDRESS={self.address!r} (general_cfg.ray_address is null)"
+        return f"general_cfg.ray_address={self.address!r}"
+
+
+def resolve_target(address: str | None) -> Target:
+    """The Ray a run with ``general_cfg.ray_address=address`` uses (see the module doc)."""
+    if address == "local":
+        return Target(None, "general_cfg.ray_address")
+    if address is not None:
+        return Target(address, "general_cfg.ray_address")
+    if in_ray_job():  # the job's own cluster, never a second Ray on the head node
+        return Target("auto", "the Ray job")
+    env = os.environ.get(ADDRESS_ENV, "").strip()
+    if env and env != "local":
+        return Target(env, ADDRESS_ENV)
+    return Target(None, "general_cfg.ray_address")
+
+
 @dataclass
 class _Session:
-    """What :func:`connect` changed in this process, undone by :func:`disconnect`."""
+    """What :func:`connect` joined, for the run's "cluster:" line."""
 
-    auth_mode_before: str | None = None
-    auth_mode_set: bool = False
+    joined: str | None = None
 
 
 _SESSION = _Session()
+
+
+def joined_cluster() -> str | None:
+    """``host:port (from RAY_ADDRESS)`` of the cluster this process attached to, else None."""
+    return _SESSION.joined
 
 
 def _tcp_reachable(host: str, port: int, timeout: float) -> bool:
@@ -86,208 +133,172 @@ def _tcp_reachable(host: str, port: int, timeout: float) -> bool:
         return False
 
 
-def _split(address: str) -> tuple[str, int]:
+def _split(label: str, address: str) -> tuple[str, int]:
     """``host:port`` (an optional ``ray://`` stripped) as (host, port); ClusterError if not."""
     hostport = address.removeprefix("ray://")
     host, sep, port = hostport.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or "/" in hostport:
         raise ClusterError(
-            f"general_cfg.ray_address={address!r} is not allowed; allowed: null (local Ray), "
+            f"{label} is not allowed; allowed: null (RAY_ADDRESS, else a local Ray), local, "
             "auto, host:port (the head's GCS port, 6379 by default) or ray://host:port "
             "(the head's Ray Client port, 10001 by default)"
         )
     return host, int(port)
 
 
-def _resolve_auto(address: str) -> str:
-    """The GCS address ``auto`` stands for (RAY_ADDRESS, or the last `ray start` here)."""
-    try:
-        from ray._private.services import canonicalize_bootstrap_address
+def current_cluster_file() -> Path:
+    """Where ``ray start`` records its cluster's address (named in ``ray.init``'s docs)."""
+    return (
+        Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    )
 
-        resolved = canonicalize_bootstrap_address("auto")
-    except Exception as exc:  # e.g. several clusters found on this machine
+
+def _resolve_auto(label: str) -> str:
+    """The GCS address ``auto`` stands for: RAY_ADDRESS, else the last `ray start` here."""
+    env = os.environ.get(ADDRESS_ENV, "").strip()
+    if env and env not in ("auto", "local"):
+        return env
+    try:
+        recorded = current_cluster_file().read_text().strip()
+    except OSError:
+        recorded = ""
+    if not recorded:
         raise ClusterError(
-            f"general_cfg.ray_address={address!r}: {str(exc).splitlines()[0]}"
-        ) from None
-    if not resolved:
-        raise ClusterError(
-            f"general_cfg.ray_address={address!r}: no running Ray cluster found on this machine "
-            "(start one with `ray start --head`, give host:port, or use ray_address=null for a "
+            f"{label}: no running Ray cluster found on this machine (start one with "
+            "`ray start --head`, export RAY_ADDRESS=host:port, or use ray_address=local for a "
             "local Ray)"
         )
-    return resolved
+    return recorded
 
 
-# ----- token authentication -----
-def _token_available() -> bool:
+# ----- token authentication (documented env vars and file) -----
+def _token_source(label: str) -> str | None:
+    """Where Ray will read the token from, in Ray's documented order; None if nowhere."""
+    if os.environ.get(TOKEN_ENV, "").strip():
+        return TOKEN_ENV
+    path = os.environ.get(TOKEN_PATH_ENV)
+    if path:  # Ray treats an unreadable or empty file here as fatal: so do we, in one line
+        try:
+            if Path(path).read_text().strip():
+                return path
+        except OSError as exc:
+            raise ClusterError(
+                f"{label}: {TOKEN_PATH_ENV}={path!r} cannot be read ({exc.strerror})"
+            ) from None
+        raise ClusterError(f"{label}: {TOKEN_PATH_ENV}={path!r} is empty")
+    default = Path.home() / ".ray" / "auth_token"
     try:
-        from ray._raylet import AuthenticationTokenLoader  # type: ignore[attr-defined]
-
-        loader = AuthenticationTokenLoader.instance()
-        loader.reset_cache()
-        return bool(loader.has_token(ignore_auth_mode=True))
-    except ImportError:  # Ray without token authentication
-        return False
-    except Exception as exc:  # RAY_AUTH_TOKEN_PATH names an unreadable or empty file
-        raise ClusterError(f"Ray auth token: {str(exc).split('. ')[0]}") from None
+        return str(default) if default.read_text().strip() else None
+    except OSError:
+        return None
 
 
-def _token_metadata() -> tuple[tuple[str, str], ...]:
-    from ray._raylet import AuthenticationTokenLoader  # type: ignore[attr-defined]
-
-    token = AuthenticationTokenLoader.instance().get_raw_token(ignore_auth_mode=True)
-    return (("authorization", f"Bearer {token}"),)
-
-
-def _set_auth_mode(mode: str) -> None:
-    """Set RAY_AUTH_MODE for this process (and what it spawns) and refresh Ray's config."""
-    if not _SESSION.auth_mode_set:
-        _SESSION.auth_mode_before = os.environ.get(AUTH_MODE_ENV)
-        _SESSION.auth_mode_set = True
-    os.environ[AUTH_MODE_ENV] = mode
-    from ray._raylet import Config  # type: ignore[attr-defined]
-
-    Config.initialize("")
-
-
-def _restore_auth_mode() -> None:
-    if not _SESSION.auth_mode_set:
-        return
-    if _SESSION.auth_mode_before is None:
-        os.environ.pop(AUTH_MODE_ENV, None)
-    else:
-        os.environ[AUTH_MODE_ENV] = _SESSION.auth_mode_before
-    _SESSION.auth_mode_set = False
-    try:
-        from ray._raylet import Config  # type: ignore[attr-defined]
-
-        Config.initialize("")
-    except ImportError:
-        pass
+def _check_token_mode(label: str) -> str:
+    """The driver's RAY_AUTH_MODE (lower case), after checking that token mode can work."""
+    mode = os.environ.get(AUTH_MODE_ENV, "").strip().lower()
+    if mode != "token":
+        return mode
+    version = installed_ray() or "unknown"
+    if not has_token_auth(version):
+        raise ClusterError(
+            f"{label}: RAY_AUTH_MODE=token, but ray {version} has no token authentication "
+            f"(Ray {TOKEN_AUTH_SINCE} and later have it): unset RAY_AUTH_MODE for a cluster "
+            "of this Ray"
+        )
+    if _token_source(label) is None:
+        raise ClusterError(
+            f"{label}: RAY_AUTH_MODE=token but no Ray auth token was found; {TOKEN_HELP}"
+        )
+    return mode
 
 
 # ----- probing -----
-def _probe(hostport: str, client: bool, metadata: tuple[tuple[str, str], ...]) -> Any:
-    """One gRPC call with a deadline: None when it answered, else the grpc status code."""
+def _health(hostport: str) -> Any:
+    """One standard gRPC health call: None when it answered, else the grpc status code."""
     import grpc
 
-    channel = grpc.insecure_channel(hostport)
-    try:
-        if client:
-            from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
-
-            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(
-                ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING),
-                timeout=CONNECT_TIMEOUT_S,
-                metadata=metadata,
-            )
-        else:
-            from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
-
-            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-                gcs_service_pb2.GetClusterIdRequest(),
-                timeout=CONNECT_TIMEOUT_S,
-                metadata=metadata,
-            )
-        return None
-    except grpc.RpcError as exc:
-        return exc.code()
-    finally:
-        channel.close()
+    with grpc.insecure_channel(hostport) as channel:
+        check = channel.unary_unary(HEALTH_CHECK)  # raw bytes: an empty HealthCheckRequest
+        try:
+            check(b"", timeout=CONNECT_TIMEOUT_S)
+            return None
+        except grpc.RpcError as exc:
+            return exc.code()
 
 
-def _check_cluster(address: str, hostport: str, client: bool) -> None:
-    """Fail with one line unless a Ray GCS / Ray Client server answers and accepts us."""
+def _check_cluster(label: str, hostport: str, client: bool) -> None:
+    """Fail with one line unless a Ray GCS (``client``: a Ray Client server) answers there."""
     import grpc
 
-    host, port = _split(hostport)
+    host, port = _split(label, hostport)
     what = "Ray Client server" if client else "Ray cluster (GCS)"
     start_hint = (
         "`ray start --head` serves Ray Client on port 10001 (--ray-client-server-port); "
         "or use ray_address=host:port with the GCS port"
         if client
-        else "start one with `ray start --head --port=6379`, or use ray_address=null for a "
+        else "start one with `ray start --head --port=6379`, or use ray_address=local for a "
         "local Ray"
     )
     if not _tcp_reachable(host, port, CONNECT_TIMEOUT_S):
-        raise ClusterError(
-            f"general_cfg.ray_address={address!r}: no {what} answers at {host}:{port} "
-            f"({start_hint})"
-        )
-    mode = os.environ.get(AUTH_MODE_ENV, "").lower()
-    token_mode = mode == "token"
-    if token_mode and not _token_available():
-        raise ClusterError(
-            f"general_cfg.ray_address={address!r}: RAY_AUTH_MODE=token but no Ray auth token "
-            f"was found; {TOKEN_HELP}"
-        )
-    code = _probe(hostport, client, _token_metadata() if token_mode else ())
-    if code == grpc.StatusCode.UNAUTHENTICATED and not mode:
-        # The cluster wants a token and the user left the mode to us: use ours if we have one.
-        if not _token_available():
-            raise ClusterError(
-                f"general_cfg.ray_address={address!r}: the cluster requires a Ray auth token "
-                f"and none was found on this machine; {TOKEN_HELP}"
-            )
-        code = _probe(hostport, client, _token_metadata())
-        if code is None:
-            _set_auth_mode("token")
-            return
-        token_mode = True
-    if code is None:
+        raise ClusterError(f"{label}: no {what} answers at {host}:{port} ({start_hint})")
+    code = _health(hostport)
+    is_gcs = code is None  # Ray's GCS serves the health service, its Ray Client server not
+    grpc_server = code in (None, grpc.StatusCode.UNIMPLEMENTED)
+    if client and not is_gcs and grpc_server:
         return
-    if code == grpc.StatusCode.UNAUTHENTICATED:
+    if not client and is_gcs:
+        return
+    if client:
         detail = (
-            "rejected this machine's Ray auth token (it must be the head node's token)"
-            if token_mode
-            else f"requires a Ray auth token but RAY_AUTH_MODE={mode!r} (unset it or set 'token')"
+            "is a Ray GCS port, not a Ray Client server: use ray_address=host:port without "
+            "ray://, or ray://host:10001 (the head's --ray-client-server-port)"
+            if is_gcs
+            else "answers, but not as a Ray Client server (the head serves one on port 10001)"
         )
-        raise ClusterError(
-            f"general_cfg.ray_address={address!r}: the cluster {detail}; {TOKEN_HELP}"
+    else:
+        detail = (
+            "answers gRPC but is not a Ray GCS (a Ray Client port? use ray://host:port), or "
+            "the GCS port (6379 by default)"
+            if grpc_server
+            else "answers, but not as a Ray GCS (the head's --port, 6379 by default)"
         )
-    if code == grpc.StatusCode.UNIMPLEMENTED:  # a gRPC server, but not the one asked for
-        metadata = _token_metadata() if _token_available() else ()
-        other_answers = _probe(hostport, not client, metadata) in (
-            None,
-            grpc.StatusCode.UNAUTHENTICATED,
-        )
-        if client:
-            detail = (
-                "is a Ray GCS port, not a Ray Client server: use ray_address=host:port without "
-                "ray://, or ray://host:10001 (the head's --ray-client-server-port)"
-                if other_answers
-                else "answers, but not as a Ray Client server (the head serves one on port 10001)"
-            )
-        else:
-            detail = (
-                "is a Ray Client port, not a Ray GCS port: use ray_address=ray://host:port, or "
-                "the GCS port (6379 by default)"
-                if other_answers
-                else "answers, but not as a Ray GCS (the head's --port, 6379 by default)"
-            )
-        raise ClusterError(f"general_cfg.ray_address={address!r}: {host}:{port} {detail}")
-    raise ClusterError(
-        f"general_cfg.ray_address={address!r}: no {what} answers at {host}:{port} "
-        f"(gRPC {getattr(code, 'name', code)}; {start_hint})"
-    )
+    raise ClusterError(f"{label}: {host}:{port} {detail}")
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
-def check_address(address: str) -> str:
+def check_address(address: str, source: str = "general_cfg.ray_address") -> str:
     """Validate and probe ``address``; returns the address to hand to ``ray.init``."""
+    label = Target(address, source).label
     if address == "auto":
-        hostport = _resolve_auto(address)
-        _check_cluster(address, hostport, client=False)
+        hostport = _resolve_auto(label)
+        _check_cluster(label, hostport, client=hostport.startswith("ray://"))
         return hostport
     client = address.startswith("ray://")
-    _split(address)  # raises the "allowed" message for anything else (http://..., no port)
-    _check_cluster(address, address.removeprefix("ray://"), client=client)
+    _split(label, address)  # raises the "allowed" message for anything else (http://, no port)
+    _check_cluster(label, address.removeprefix("ray://"), client=client)
     return address
+
+
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """The whole message on one line: Ray's version mismatch names the versions below its
+    first line."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _refused_hint(mode: str) -> str:
+    """Why a GCS that answered may still refuse a driver: token authentication."""
+    version = installed_ray() or ""
+    if not has_token_auth(version):
+        return ""
+    if mode == "token":
+        return (
+            "; the cluster may have refused this machine's Ray auth token (it must be the head "
+            "node's: `ray get-auth-token` on the head), or has token authentication off "
+            "(then unset RAY_AUTH_MODE)"
+        )
+    return f"; if the cluster uses token authentication: {TOKEN_HELP}"
 
 
 def in_ray_job() -> bool:
@@ -313,36 +324,34 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
 
     if ray.is_initialized():  # e.g. a test session's Ray: use it, leave it running
         return "borrowed"
+    _quiet_start()
     common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
-    in_job = in_ray_job()
-    if address is None and in_job:
-        address = "auto"  # the job's own cluster (RAY_ADDRESS), never a second local Ray
-    if address is None:
+    target = resolve_target(address)
+    if target.address is None:
         # "local" starts a new Ray even when RAY_ADDRESS is set in the environment.
         try:
             ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
         except Exception as exc:  # e.g. "The current node timed out during startup"
             raise ClusterError(
-                f"general_cfg.ray_address=null: starting a local Ray failed ({_first_line(exc)}); "
-                "see /tmp/ray/session_latest/logs, or use general_cfg.mp_backend=single"
+                f"general_cfg.ray_address={address!r}: starting a local Ray failed "
+                f"({first_line(exc)}); see /tmp/ray/session_latest/logs, or use "
+                "general_cfg.mp_backend=single"
             ) from None
         return "owned"
-    try:
-        target = check_address(address)
-    except ClusterError:
-        _restore_auth_mode()
-        raise
+    label = target.label
+    mode = _check_token_mode(label)
+    hostport = check_address(target.address, target.source)
     # A job's driver runs in the job's working_dir copy and its runtime_env already ships it.
     runtime_env = None
-    if not in_job:
+    if not in_ray_job():
         runtime_env = {"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES}
     try:
-        ray.init(address=target, runtime_env=runtime_env, **common)
-    except Exception as exc:  # version mismatches, runtime_env upload failures, ...
-        _restore_auth_mode()
-        raise ClusterError(
-            f"general_cfg.ray_address={address!r}: cannot attach ({_first_line(exc)})"
-        ) from None
+        ray.init(address=hostport, runtime_env=runtime_env, **common)
+    except Exception as exc:  # refused, version mismatches, runtime_env upload failures, ...
+        hint = _refused_hint(mode) if isinstance(exc, ConnectionError) else ""
+        raise ClusterError(f"{label}: cannot attach ({_one_line(exc)}){hint}") from None
+    via = "" if target.source == "general_cfg.ray_address" else f" (from {target.source})"
+    _SESSION.joined = f"{hostport}{via}"
     return "attached"
 
 
@@ -350,35 +359,9 @@ def disconnect(how: str) -> None:
     """Stop a Ray this run started; for an attached driver ``ray.shutdown`` only disconnects."""
     import ray
 
-    if how == "owned" and ray.is_initialized():
-        _stop_autoscaler_monitor()
     if how in ("owned", "attached") and ray.is_initialized():
         ray.shutdown()
-    if how == "attached":
-        _restore_auth_mode()
-
-
-def _stop_autoscaler_monitor() -> None:
-    """Stop the autoscaler monitor of a Ray this process started, before ``ray.shutdown``.
-
-    ``ray.shutdown`` stops the GCS before the monitor; the monitor's SIGTERM handler then
-    reports its end to the stopped GCS and is killed after Ray's one-second grace period
-    (the order Ray's ``ray stop`` avoids). A local single-node Ray has nothing to
-    autoscale, so the monitor is killed first and the shutdown skips it: a second less.
-    Private Ray API: if it is not there, the shutdown simply takes its second.
-    """
-    try:
-        import ray._private.worker as ray_worker
-        from ray._private import ray_constants
-
-        node = ray_worker._global_node
-        infos = node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []) if node else []
-        for info in infos:
-            if info.process.poll() is None:
-                info.process.kill()
-                info.process.wait(timeout=5)
-    except Exception:  # an older or newer Ray: leave the shutdown as Ray does it
-        return
+    _SESSION.joined = None
 
 
 class _QuietStart(logging.Filter):
@@ -394,6 +377,18 @@ class _QuietStart(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not any(note in record.getMessage() for note in self.NOTES)
+
+
+def _quiet_start() -> None:
+    """Filter those notes on the handlers of Ray's documented ``ray`` logger (where its
+    records end up), and Ray 2.50's tip about a future default for visible accelerators,
+    which concerns GPU tasks asking for no GPU: joyrl-ray names the learner's GPUs itself."""
+    for handler in logging.getLogger("ray").handlers:
+        if not any(isinstance(f, _QuietStart) for f in handler.filters):
+            handler.addFilter(_QuietStart())
+    warnings.filterwarnings(
+        "ignore", message="Tip: In future versions of Ray", category=FutureWarning
+    )
 
 
 def start_session(general: Any) -> RaySession | None:
@@ -424,12 +419,6 @@ class RaySession:
         self.error: BaseException | None = None
         self.teardown_s: float | None = None  # how long stopping (or leaving) Ray took
         self._ready, self._closing = threading.Event(), threading.Event()
-        quiet = _QuietStart()
-        for name in (
-            "ray._private.worker",
-            "ray._private.authentication.authentication_token_setup",
-        ):
-            logging.getLogger(name).addFilter(quiet)
         self._thread = threading.Thread(target=self._main, name="ray-session", daemon=True)
         self._thread.start()
 
@@ -446,7 +435,7 @@ class RaySession:
         try:
             disconnect(self.mode)
         except Exception as exc:  # the run's results are written: say so, and go on exiting
-            print(f"warning: stopping Ray failed: {_first_line(exc)}", file=sys.stderr)
+            print(f"warning: stopping Ray failed: {first_line(exc)}", file=sys.stderr)
         self.teardown_s = round(time.monotonic() - started, 3)
 
     def wait(self) -> str:

@@ -1,50 +1,71 @@
 """The Ray versions joyrl-ray runs on, checked before anything starts.
 
-Why: ``joyrl_ray/ray_cluster.py`` uses Ray internals (``ray._private.services``,
-``ray._raylet``'s token loader and config, Ray 2.60's token-authentication rules, the
-local node's process table to stop the autoscaler monitor before ``ray.shutdown``) that
-change between minor releases without notice. Another Ray fails there in odd ways, far
-from the cause; this check says it in one line instead. Widen :data:`SUPPORTED_RAY` (and
-the pin in requirements.txt, which a test keeps equal) only after the suite passed on the
-new minor release.
+A driver must run the Ray version of the cluster it joins, and an existing cluster runs
+whatever Ray it was deployed with, so joyrl-ray supports a year of Ray releases: the
+oldest (2.50) and the newest (2.60) are both tested in CI (``.ci/run``). The runtime uses
+public Ray APIs only; a Ray outside the range is refused here, in one line, rather than
+failing later far from the cause. Widen :data:`SUPPORTED_RAY` (and the line in
+requirements.txt, which a test keeps equal) only after the suite passed on the new release.
 """
 
 from __future__ import annotations
 
-#: The ``ray`` versions the test suite runs on, as a pip version specifier.
-SUPPORTED_RAY = ">=2.60,<2.61"
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+#: The ``ray`` versions CI tests (both ends), as a pip version specifier.
+SUPPORTED_RAY = ">=2.50,<2.61"
+#: The first Ray release with token authentication (``RAY_AUTH_MODE=token``).
+TOKEN_AUTH_SINCE = "2.52"
+
+
+def installed_ray() -> str | None:
+    """The installed ``ray`` distribution's version (None when not installed), read from
+    its metadata without importing it: an unsupported Ray may not even import."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ray")
+    except PackageNotFoundError:
+        return None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def is_supported(version: str) -> bool:
     """True when ``version`` (pre-releases included) lies in :data:`SUPPORTED_RAY`."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    parsed = _version(version)
+    return parsed is not None and SpecifierSet(SUPPORTED_RAY).contains(parsed, prereleases=True)
 
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return False
-    return SpecifierSet(SUPPORTED_RAY).contains(parsed, prereleases=True)
+
+def has_token_auth(version: str) -> bool:
+    """Whether Ray ``version`` knows token authentication (``RAY_AUTH_MODE=token``)."""
+    parsed = _version(version)
+    return parsed is not None and parsed.release >= Version(TOKEN_AUTH_SINCE).release
 
 
 def check_ray_version(version: str | None = None) -> None:
     """Raise ClusterError naming the installed and the supported Ray when they differ.
 
-    ``version`` defaults to the installed ``ray.__version__``.
+    ``version`` defaults to the installed ``ray`` distribution's version.
     """
     from joyrl_ray.ray_cluster import ClusterError  # lazy: ray_cluster may import this module
 
     if version is None:
-        try:
-            import ray
-        except ImportError:
+        version = installed_ray()
+        if version is None:
             raise ClusterError(
                 f"ray is not installed; joyrl-ray needs ray{SUPPORTED_RAY}: "
                 f"pip install 'ray[default]{SUPPORTED_RAY}'"
-            ) from None
-        version = str(ray.__version__)
+            )
     if not is_supported(version):
         raise ClusterError(
-            f"ray {version} is installed, but joyrl-ray supports ray{SUPPORTED_RAY} only "
-            f"(it uses Ray internals): pip install 'ray[default]{SUPPORTED_RAY}'"
+            f"ray {version} is installed, but joyrl-ray supports ray{SUPPORTED_RAY} (the "
+            "releases its CI tests; a driver must run its cluster's Ray): "
+            f"pip install 'ray[default]{SUPPORTED_RAY}'"
         )

@@ -12,6 +12,8 @@ from runtime_procs import free_port, main_env, task_dirs
 from joyrl_ray import ray_cluster
 from joyrl_ray.ray_cluster import ClusterError
 
+pytestmark = pytest.mark.ray_compat  # also run on the oldest supported Ray (.ci/run)
+
 
 def test_unreachable_address_exits_2_with_one_line(tmp_path):
     import subprocess
@@ -50,7 +52,9 @@ def test_unreachable_address_exits_2_with_one_line(tmp_path):
     "address", ["foo", "http://127.0.0.1:6379", "127.0.0.1:", ":6379", "ray://host", "a:b"]
 )
 def test_malformed_address_names_what_is_allowed(address):
-    with pytest.raises(ClusterError, match="allowed: null .*auto, host:port .*ray://host:port"):
+    with pytest.raises(
+        ClusterError, match="allowed: null .*local, auto, host:port .*ray://host:port"
+    ):
         ray_cluster.check_address(address)
 
 

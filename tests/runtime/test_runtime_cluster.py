@@ -1,9 +1,12 @@
-"""Attaching to a real cluster started with ``ray start --head`` (token authentication on).
+"""Attaching to a real cluster started with ``ray start --head``, as a Ray user does it:
+by ``general_cfg.ray_address``, and by ``RAY_ADDRESS`` with ray_address left at its default.
 
 The cluster runs in its own process group with its own temp dir and ports, so it never
-meets the test session's Ray. The driver finds the token the way a user's machine would
-(RAY_AUTH_TOKEN_PATH here) and joyrl-ray turns on RAY_AUTH_MODE=token by itself. Runs that
-attach leave the cluster up; the last test stops it and checks that nothing of it is left.
+meets the test session's Ray. Where the installed Ray has token authentication (2.52 and
+later) it is on, and the driver's shell is set up as Ray's docs say (RAY_AUTH_MODE=token,
+the token in RAY_AUTH_TOKEN_PATH). Runs that attach leave the cluster up; the last test
+stops it and checks that nothing of it is left. The tests marked ``ray_compat`` also run on
+the oldest supported Ray (.ci/run).
 """
 
 from __future__ import annotations
@@ -20,10 +23,22 @@ import time
 from pathlib import Path
 
 import pytest
-from runtime_procs import ROOT, alive, descendants, free_port, main_env, task_dirs, wait_gone
+from runtime_procs import (
+    ROOT,
+    TrackedRun,
+    alive,
+    descendants,
+    free_port,
+    main_env,
+    task_dirs,
+    wait_gone,
+)
+
+from joyrl_ray.ray_version import has_token_auth, installed_ray
 
 pytestmark = pytest.mark.cluster
 START_TIMEOUT_S = 180
+TOKEN_AUTH = has_token_auth(installed_ray() or "")  # the installed Ray has token auth
 
 
 class Cluster:
@@ -33,8 +48,7 @@ class Cluster:
         self.token.write_text(secrets.token_hex(32))
         self.port, self.client_port = free_port(), free_port()
         self.log = (self.dir / "head.log").open("w")
-        env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token))
-        env.pop("RAY_AUTH_TOKEN", None)
+        env = self.cli_env()
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -73,13 +87,19 @@ class Cluster:
             time.sleep(0.5)
         raise AssertionError(f"ray start not up in {START_TIMEOUT_S} s:\n{self.log_text()[-3000:]}")
 
-    def driver_env(self, **extra: str) -> dict[str, str]:
-        """A user's shell on a machine holding the token file; RAY_AUTH_MODE left unset."""
-        env = main_env(RAY_AUTH_TOKEN_PATH=str(self.token))
-        env.pop("RAY_AUTH_MODE", None)
+    def cli_env(self, **extra: str) -> dict[str, str]:
+        """A shell set up as Ray's docs say: token mode on, the token in a file (where the
+        installed Ray has token authentication; RAY_AUTH_MODE unset where it has not)."""
+        env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token))
         env.pop("RAY_AUTH_TOKEN", None)
+        if not TOKEN_AUTH:
+            env.pop("RAY_AUTH_MODE")
         env.update(extra)
         return env
+
+    def driver_env(self, **extra: str) -> dict[str, str]:
+        """A user's shell on a machine that may attach: the same as the head's."""
+        return self.cli_env(**extra)
 
     def stop(self) -> dict:
         """SIGTERM the group (SIGKILL after 5 s), then whatever it started; what is left."""
@@ -154,8 +174,14 @@ def _assert_finished(proc, tasks: Path) -> dict:
     return summary
 
 
+def _raylets(procs: dict) -> list[str]:
+    return [c for c in procs.values() if "/raylet/raylet" in c]
+
+
 def _assert_cluster_up(cluster: Cluster) -> None:
-    env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(cluster.token))
+    """The cluster still runs (``ray status`` answers) with its one raylet."""
+    assert len(_raylets(descendants(cluster.proc.pid))) == 1
+    env = cluster.cli_env()
     status = subprocess.run(
         [
             sys.executable,
@@ -173,12 +199,81 @@ def _assert_cluster_up(cluster: Cluster) -> None:
     assert "CPU" in status.stdout and "Active:" in status.stdout, status.stdout
 
 
+def _cluster_line(task: Path) -> str:
+    log = (task / "logs" / "log.txt").read_text()
+    (line,) = [x for x in log.splitlines() if " cluster: " in x]
+    return line
+
+
+@pytest.mark.ray_compat
 def test_attach_by_host_port_runs_and_leaves_the_cluster_up(cluster, tmp_path):
-    proc = _main(cluster, f"127.0.0.1:{cluster.port}", tmp_path)
+    address = f"127.0.0.1:{cluster.port}"
+    proc = _main(cluster, address, tmp_path)
     _assert_finished(proc, tmp_path)
     _assert_cluster_up(cluster)
     left = wait_gone(_job_actors(cluster), timeout=20)  # the job's actors end with it
     assert not left, left
+    (task,) = task_dirs(tmp_path)
+    assert f"1 node, 2 CPUs, 0 GPUs, joined {address};" in _cluster_line(task)
+
+
+def _tracked_main(cluster: Cluster, tasks: Path, *args: str, **env: str) -> TrackedRun:
+    """main.py as a user runs it with RAY_ADDRESS exported: no ray_address given."""
+    return TrackedRun(
+        (
+            *args,
+            "general_cfg.n_workers=1",
+            "general_cfg.max_env_steps=600",
+            "general_cfg.online_eval=false",
+            "general_cfg.save_fig=false",
+            "general_cfg.progress=false",
+            f"general_cfg.tasks_dir={tasks}",
+            "algo_cfg.learn_start=200",
+        ),
+        env=cluster.driver_env(**env),
+        log_dir=tasks.parent,
+    )
+
+
+@pytest.mark.ray_compat
+def test_ray_address_set_and_ray_address_default_attaches_with_no_second_raylet(cluster, tmp_path):
+    address = f"127.0.0.1:{cluster.port}"
+    tasks = tmp_path / "tasks"
+    run = _tracked_main(cluster, tasks, RAY_ADDRESS=address)
+    try:
+        code = run.wait(timeout=400)
+        assert code == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    assert _raylets(run.seen) == []  # main.py started no Ray of its own
+    _assert_cluster_up(cluster)  # and the cluster still has its one raylet
+    (task,) = task_dirs(tasks)
+    line = _cluster_line(task)
+    assert f"1 node, 2 CPUs, 0 GPUs, joined {address} (from RAY_ADDRESS);" in line, line
+    summary = json.loads((task / "results" / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_env_steps"
+
+
+def test_ray_address_local_starts_its_own_ray_despite_ray_address(cluster, tmp_path):
+    tasks = tmp_path / "tasks"
+    run = _tracked_main(
+        cluster,
+        tasks,
+        "general_cfg.ray_address=local",
+        "general_cfg.ray_num_cpus=1",
+        RAY_ADDRESS=f"127.0.0.1:{cluster.port}",
+    )
+    try:
+        code = run.wait(timeout=400)
+        assert code == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    assert len(_raylets(run.seen)) == 1  # its own local Ray, stopped when it ended
+    assert wait_gone(run.seen, timeout=20) == {}
+    _assert_cluster_up(cluster)
+    (task,) = task_dirs(tasks)
+    line = _cluster_line(task)
+    assert "1 node, 1 CPUs, 0 GPUs;" in line and "joined" not in line, line
 
 
 def test_attach_by_ray_client_runs(cluster, tmp_path):
@@ -207,39 +302,86 @@ def test_auto_finds_the_cluster_from_ray_address(cluster):
     assert proc.returncode == 0, proc.stderr
 
 
-def test_missing_or_wrong_token_is_one_clear_error(cluster, tmp_path):
-    address = f"127.0.0.1:{cluster.port}"
-    home = tmp_path / "home"  # a machine without ~/.ray/auth_token
-    home.mkdir()
-    env = cluster.driver_env(HOME=str(home))
-    env.pop("RAY_AUTH_TOKEN_PATH")
-    proc = _check_in_subprocess(address, env)
-    assert proc.returncode != 0
-    assert "requires a Ray auth token and none was found" in proc.stderr
-    assert "RAY_AUTH_TOKEN" in proc.stderr and "ray get-auth-token" in proc.stderr
-
+def _main_refused(cluster: Cluster, tmp_path: Path, env: dict[str, str]) -> tuple[str, float]:
+    """main.py attaching with ``env``: exits 2 before anything starts; its last stderr line
+    (after Ray's own retry warnings) and how long it took."""
     tasks = tmp_path / "tasks"
     t0 = time.monotonic()
     proc = subprocess.run(
         [
             sys.executable,
             str(ROOT / "main.py"),
-            f"general_cfg.ray_address={address}",
+            f"general_cfg.ray_address=127.0.0.1:{cluster.port}",
             f"general_cfg.tasks_dir={tasks}",
         ],
         cwd=ROOT,
-        env=cluster.driver_env(RAY_AUTH_TOKEN="not-the-token"),
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "rejected this machine's Ray auth token" in lines[0], proc.stderr
-    assert time.monotonic() - t0 < 30
+    took = time.monotonic() - t0
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert not tasks.exists() or task_dirs(tasks) == []  # nothing was started
+    return proc.stderr.strip().splitlines()[-1], took
 
 
+@pytest.mark.ray_compat
+def test_token_mode_without_a_usable_token_is_one_line_before_anything_starts(cluster, tmp_path):
+    """RAY_AUTH_MODE=token with no token on this machine (Ray 2.52+), or on a Ray that has
+    no token authentication at all (before 2.52): one line, in seconds, no Ray call made."""
+    home = tmp_path / "home"  # a machine without ~/.ray/auth_token
+    home.mkdir()
+    env = cluster.driver_env(HOME=str(home), RAY_AUTH_MODE="token")
+    env.pop("RAY_AUTH_TOKEN_PATH")
+    tasks = tmp_path / "tasks"
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "main.py"),
+            f"general_cfg.ray_address=127.0.0.1:{cluster.port}",
+            f"general_cfg.tasks_dir={tasks}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: general_cfg.ray_address="), lines
+    if TOKEN_AUTH:
+        assert "RAY_AUTH_MODE=token but no Ray auth token was found" in lines[0]
+        assert "RAY_AUTH_TOKEN" in lines[0] and "ray get-auth-token" in lines[0]
+    else:
+        assert f"ray {installed_ray()} has no token authentication" in lines[0], lines[0]
+        assert "Ray 2.52 and later" in lines[0]
+    assert time.monotonic() - t0 < 30
+    assert not tasks.exists() or task_dirs(tasks) == []
+
+
+@pytest.mark.skipif(not TOKEN_AUTH, reason="only a Ray with token authentication refuses one")
+def test_a_wrong_token_is_refused_with_what_to_set(cluster, tmp_path):
+    env = cluster.driver_env(RAY_AUTH_TOKEN="not-the-token")
+    line, took = _main_refused(cluster, tmp_path, env)
+    assert line.startswith("error: general_cfg.ray_address=") and "cannot attach" in line
+    assert "refused this machine's Ray auth token" in line and "ray get-auth-token" in line
+    assert took < 60
+
+
+@pytest.mark.skipif(not TOKEN_AUTH, reason="only a Ray with token authentication refuses one")
+def test_token_mode_unset_on_a_token_cluster_says_to_set_it(cluster, tmp_path):
+    env = cluster.driver_env()
+    env.pop("RAY_AUTH_MODE")
+    line, took = _main_refused(cluster, tmp_path, env)
+    assert "cannot attach" in line and "export RAY_AUTH_MODE=token" in line, line
+    assert took < 60
+
+
+@pytest.mark.ray_compat
 def test_stopping_the_cluster_leaves_no_process(cluster):
     assert alive((cluster.proc.pid, _start_time(cluster.proc.pid)))
     cluster.seen.update(descendants(cluster.proc.pid))
