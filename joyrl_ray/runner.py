@@ -123,7 +123,8 @@ def _server_kwargs(cfg: RunConfig, counters: Counters | None, buffer: Any) -> di
         "stop_rule": StopRule(
             max_env_steps=general.max_env_steps if train else -1,
             max_episode=general.max_episode,
-            max_env_errors=general.max_env_errors,
+            max_env_errors_per_1000=general.max_env_errors_per_1000,
+            env_error_window_steps=general.env_error_window_steps,
         ),
         "needs": needs,
         "n_workers": general.n_workers,
