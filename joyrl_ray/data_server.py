@@ -32,6 +32,7 @@ from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows, concat, take_envs
 from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from joyrl_ray.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data_needs import DataNeeds, ReplayNeeds, RolloutNeeds
+from joyrl_ray.env_error_budget import EnvErrorBudget
 from joyrl_ray.handles import LocalStore, ObjectStore
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
@@ -55,7 +56,6 @@ from joyrl_ray.messages import (
     WorkerStart,
     WorkerTimes,
 )
-from joyrl_ray.env_error_budget import EnvErrorBudget
 from joyrl_ray.placement import node_here
 
 # Stops after which learners may still catch up with the update-to-data ratio.
