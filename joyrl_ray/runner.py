@@ -316,6 +316,9 @@ def _summary(
         wall_s=max(run_s or wall, 1e-9),
         n_workers=general.n_workers,
         n_learners=n_learners,
+        env_steps=counters["env_steps"] - recorder.start_counters["env_steps"],
+        n_envs_per_worker=general.n_envs_per_worker,
+        vector_mode=cfg.env.vector_mode,
     )
     summary: dict[str, Any] = {
         "mode": general.mode,

@@ -40,3 +40,5 @@ def test_run_stopping_with_evaluations_queued_exits_with_its_own_code(tmp_path: 
     assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
     summary = json.loads((task / "results" / "summary.json").read_text())
     assert summary["stop_reason"] == "reward_threshold"
+    # Its workers spent their time stepping a slow env one env after another.
+    assert "env_cfg.vector_mode: async steps each worker's 4 envs" in summary["bottleneck_line"]
