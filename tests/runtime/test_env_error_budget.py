@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from joyrl_ray.config import ConfigError, load_config
 from joyrl_ray.env_error_budget import EnvErrorBudget
 
 
@@ -41,3 +44,23 @@ def test_zero_per_1000_stops_at_the_first_error() -> None:
     budget = EnvErrorBudget(errors_per_1000=0, window_steps=50_000)
     assert budget.record(5_000, 0) is None
     assert budget.record(10, 1) is not None
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        (
+            "general_cfg.max_env_errors_per_1000=-2",
+            "general_cfg.max_env_errors_per_1000=-2.0 is out of range; allowed: >= 0, "
+            "or -1 (no limit)",
+        ),
+        (
+            "general_cfg.env_error_window_steps=0",
+            "general_cfg.env_error_window_steps=0 must be >= 1",
+        ),
+    ],
+)
+def test_a_budget_that_cannot_work_is_refused_in_one_line(override: str, line: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, [override])
+    assert str(refused.value) == line
