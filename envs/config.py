@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RENDER_MODES = (None, "human", "rgb_array")
+VECTOR_MODES = ("sync", "async")
 
 
 @dataclass
@@ -29,4 +30,5 @@ class EnvConfig:
     atari_grayscale: bool = True  # atari_preprocessing: grayscale frames (false: RGB)
     atari_terminal_on_life_loss: bool = False  # atari_preprocessing: a lost life ends the episode
     clip_rewards: bool = False  # learn from rewards clipped to [-1, 1]; returns stay the real score
+    vector_mode: str = "sync"  # a worker's envs: sync (in turn, in-process) or async (subprocesses)
     step_latency_s: float = 0.0  # step_latency wrapper: seconds slept per step (benchmarks)

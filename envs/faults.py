@@ -30,8 +30,17 @@ class RandomStepErrors(gym.Wrapper):
 
 
 def with_step_errors(
-    make: Callable[[], gym.Env], rate: float, seed: int | None
-) -> Callable[[], gym.Env]:
-    """``make`` whose envs fail at ``rate`` per step."""
-    draws = np.random.default_rng(seed)
-    return lambda: RandomStepErrors(make(), rate, int(draws.integers(2**31)))
+    make: Callable[[], gym.Env], rate: float, seed: int | None, n_envs: int
+) -> list[Callable[[], gym.Env]]:
+    """``n_envs`` copies of ``make`` whose envs fail at ``rate`` per step.
+
+    Each env's draws are seeded here, in the caller: an async vector env builds its envs in
+    subprocesses, each from its own copy of the thunk, where a shared generator would give
+    them all the same draws.
+    """
+    seeds = np.random.default_rng(seed).integers(2**31, size=n_envs).tolist()
+    return [_with_errors(make, rate, int(s)) for s in seeds]
+
+
+def _with_errors(make: Callable[[], gym.Env], rate: float, seed: int) -> Callable[[], gym.Env]:
+    return lambda: RandomStepErrors(make(), rate, seed)

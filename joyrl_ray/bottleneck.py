@@ -5,6 +5,11 @@ update-to-data ratio) and wait for weights (on-policy: while the learners learn)
 learn, wait for data, and sync gradients. When workers spend their time held back by the
 learners, the run is learner-bound and more learners (or a GPU) would help; when learners
 spend theirs waiting for data, it is worker-bound and more workers would help.
+
+When the workers' time goes to stepping and each env step costs them much (measured:
+their stepping seconds per env step), the env is a slow one, and ``env_cfg.vector_mode:
+async`` steps a worker's envs side by side, which more workers (each a process with torch)
+would do at a higher price.
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ from dataclasses import dataclass
 from joyrl_ray.messages import LearnerTimes, WorkerTimes
 
 WAITING_SHARE = 0.3  # a side that waits this much of its time is not the limit
+STEPPING_SHARE = 0.5  # workers stepping this much of their time: stepping is their work
+# Worker seconds per env step above which the env, not the policy, is the cost: CartPole
+# with the policy's forward costs tens of microseconds per step, a simulator milliseconds.
+SLOW_ENV_STEP_S = 0.0005
 VERDICTS = {
     "worker_bound": "worker-bound: the learners wait for data; more workers would help",
     "learner_bound": "learner-bound: the workers wait for the learners; more learners or a "
@@ -35,6 +44,8 @@ class Bottleneck:
     learner_eval: float
     verdict: str  # worker_bound, learner_bound or balanced
     sentence: str
+    env_step_ms: float  # workers' stepping milliseconds per env step (0: no steps counted)
+    advice: str  # what to change for a slow env ("" when nothing)
 
     def as_dict(self) -> dict[str, float | str]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in vars(self).items()}
@@ -47,8 +58,12 @@ def judge(
     wall_s: float,
     n_workers: int,
     n_learners: int,
+    env_steps: int = 0,
+    n_envs_per_worker: int = 1,
+    vector_mode: str = "sync",
 ) -> Bottleneck:
-    """Shares over ``wall_s`` seconds of ``n_workers`` workers and ``n_learners`` learners.
+    """Shares over ``wall_s`` seconds of ``n_workers`` workers and ``n_learners`` learners,
+    who took ``env_steps`` env steps meanwhile.
 
     A role's measured seconds may start before the window (its start-up): the shares are of
     whichever is larger, so they never add up to more than 1.
@@ -65,6 +80,11 @@ def judge(
         verdict = "learner_bound"
     else:
         verdict = "balanced"
+    step_s = workers.step_s / env_steps if env_steps > 0 else 0.0
+    stepping_work = workers.step_s / max(worker_total, 1e-9) >= STEPPING_SHARE
+    advice = ""
+    if stepping_work and verdict != "learner_bound" and step_s >= SLOW_ENV_STEP_S:
+        advice = _slow_env_advice(step_s, n_envs_per_worker, vector_mode)
     return Bottleneck(
         worker_stepping=workers.step_s / w,
         worker_push_wait=workers.push_wait_s / w,
@@ -75,7 +95,24 @@ def judge(
         learner_eval=learners.eval_s / lr if n_learners else 0.0,
         verdict=verdict,
         sentence=VERDICTS[verdict],
+        env_step_ms=step_s * 1000,
+        advice=advice,
     )
+
+
+def _slow_env_advice(step_s: float, n_envs: int, vector_mode: str) -> str:
+    slow = f"the env is slow ({step_s * 1000:.2g} ms of worker time per env step)"
+    if vector_mode == "async":
+        return (
+            f"{slow}: more general_cfg.n_envs_per_worker (now {n_envs}) step side by side "
+            "with env_cfg.vector_mode: async"
+        )
+    if n_envs == 1:
+        return (
+            f"{slow}: env_cfg.vector_mode: async with general_cfg.n_envs_per_worker > 1 "
+            "steps a worker's envs side by side"
+        )
+    return f"{slow}: env_cfg.vector_mode: async steps each worker's {n_envs} envs side by side"
 
 
 def difference_w(a: WorkerTimes, b: WorkerTimes) -> WorkerTimes:
@@ -92,10 +129,11 @@ def describe(b: Bottleneck, *, learners: bool) -> str:
         f"workers stepping {b.worker_stepping:.0%}, waiting to push {b.worker_push_wait:.0%}, "
         f"waiting for weights {b.worker_weights_wait:.0%}"
     )
+    advice = f"; {b.advice}" if b.advice else ""
     if not learners:
-        return f"what limited the run: {workers}"
+        return f"what limited the run: {workers}{advice}"
     return (
         f"what limited the run: {b.sentence} ({workers}; learners learning "
         f"{b.learner_learning:.0%}, waiting for data {b.learner_data_wait:.0%}, syncing "
-        f"{b.learner_sync:.0%})"
+        f"{b.learner_sync:.0%}){advice}"
     )

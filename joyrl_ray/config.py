@@ -21,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from algos import get_algorithm
 from algos.layers import LayerConfig, validate_layers
 from envs import EnvConfig, EnvSpecError, check_env_id
-from envs.config import RENDER_MODES
+from envs.config import RENDER_MODES, VECTOR_MODES
 from envs.registry import check_wrappers
 from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, PLACEMENTS, GeneralConfig
 
@@ -171,10 +171,18 @@ def _check_general(general: DictConfig) -> None:
     for key, low in (
         ("max_worker_restarts", -1),
         ("max_learner_restarts", 0),
-        ("max_env_errors", -1),
     ):
         if general[key] < low:
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= {low}")
+    errors = general.max_env_errors_per_1000
+    if errors < 0 and errors != -1:
+        raise ConfigError(
+            f"general_cfg.max_env_errors_per_1000={errors} is out of range; allowed: >= 0, "
+            "or -1 (no limit)"
+        )
+    if general.env_error_window_steps < 1:
+        window = general.env_error_window_steps
+        raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
     if general.stall_timeout_s <= 0:
         raise ConfigError(f"general_cfg.stall_timeout_s={general.stall_timeout_s} must be > 0")
     rate = general.fault_injection.env_error_rate
@@ -236,6 +244,7 @@ def _check_learner_split(algo: DictConfig, general: DictConfig) -> None:
 
 def _check_env(env: DictConfig) -> None:
     _choice(env.render_mode, RENDER_MODES, "env_cfg.render_mode")
+    _choice(env.vector_mode, VECTOR_MODES, "env_cfg.vector_mode")
     try:
         check_env_id(env.id)
         check_wrappers(list(env.wrappers))

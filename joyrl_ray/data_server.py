@@ -32,6 +32,7 @@ from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows, concat, take_envs
 from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from joyrl_ray.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data_needs import DataNeeds, ReplayNeeds, RolloutNeeds
+from joyrl_ray.env_error_budget import EnvErrorBudget
 from joyrl_ray.handles import LocalStore, ObjectStore
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
@@ -67,7 +68,8 @@ class StopRule:
 
     max_env_steps: int = -1
     max_episode: int = -1
-    max_env_errors: int = -1  # env errors (caught and recovered) before the run stops
+    max_env_errors_per_1000: float = -1  # env errors per 1,000 env steps (-1: no limit)
+    env_error_window_steps: int = 50_000  # ... over this many recent env steps
 
 
 @dataclass
@@ -171,6 +173,12 @@ class DataServer:
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
         self.env_error_count = 0
+        rule = self.stop_rule
+        self.env_error_budget = (
+            EnvErrorBudget(rule.max_env_errors_per_1000, rule.env_error_window_steps)
+            if rule.max_env_errors_per_1000 >= 0
+            else None
+        )
         self.episodes_dropped = 0  # finished past max_episode: not counted, not logged
         self.learner_generation = 0
         self.rounds: dict[int, _Round] = {}
@@ -288,10 +296,11 @@ class DataServer:
         if report.env_errors:
             self.env_error_count += len(report.env_errors)
             self.pending_env_errors.extend(report.env_errors)
-            limit = self.stop_rule.max_env_errors
-            if limit >= 0 and self.env_error_count > limit:
-                last = report.env_errors[-1]
-                self._stop("env_errors", f"more than {limit} env errors; the last: {last}")
+        if self.env_error_budget is not None:
+            last = report.env_errors[-1] if report.env_errors else ""
+            over = self.env_error_budget.record(report.env_steps, len(report.env_errors), last)
+            if over is not None:
+                self._stop("env_errors", over)
         if report.fatal_env_error:
             self._stop("env_failed", report.fatal_env_error)
         if self.stop_reason is not None:

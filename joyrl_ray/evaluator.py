@@ -4,10 +4,16 @@
 directly). :class:`OnlineEvaluator` is the role that evaluates checkpoints beside learning:
 on a thread of the driver on the Ray backend, an object the driver calls in between turns
 in one process. The learner never waits for it.
+
+An evaluation's episodes run side by side; with ``env_cfg.vector_mode: async`` each in a
+subprocess of its own, so an evaluation on a slow env costs about one episode's time. At
+the end of a run an evaluation still running is interrupted (:meth:`OnlineEvaluator.
+interrupt`): a thread still acting with torch while the interpreter exits aborts it.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +22,18 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.vector import VectorEnv
 
 from algos import get_algorithm
 from algos.base import Policy
-from envs.registry import make_env
+from envs.registry import make_env, make_env_fn
+from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.config import RunConfig
 from joyrl_ray.seeding import derive_seed
+
+
+class EvaluationInterrupted(RuntimeError):
+    """An evaluation stopped before its episodes ended (the run is ending)."""
 
 
 class Evaluator:
@@ -36,10 +48,14 @@ class Evaluator:
         max_step: int = -1,
         render_mode: str | None = None,
         stream: str = "eval",
+        vector_mode: str = "sync",
     ) -> None:
         self.make = lambda: make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
+        self.make_in_subprocess = make_env_fn(env_cfg, max_episode_steps=max_step)
         self.env = self.make()
         self.side_envs: list[gym.Env] = []  # evaluate()'s other envs, made when first needed
+        self.vector_mode = vector_mode
+        self.vector_env: VectorEnv | None = None  # async: evaluate()'s envs, one per episode
         self.policy = policy
         self.seed = seed
         self.stream = stream
@@ -72,11 +88,16 @@ class Evaluator:
                     on_step(self.env)
                 return total, length
 
-    def evaluate(self, n_episodes: int) -> dict[str, Any]:
+    def evaluate(
+        self, n_episodes: int, interrupted: threading.Event | None = None
+    ) -> dict[str, Any]:
         """``n_episodes`` greedy episodes side by side, one env each, acting for all of them
         in one forward pass per step: the episodes (and seeds) of ``run_episode`` called
         ``n_episodes`` times, in a fraction of its time (an evaluation must keep up with
-        the checkpoints, or the one that solved the env may be skipped)."""
+        the checkpoints, or the one that solved the env may be skipped). Raises
+        :class:`EvaluationInterrupted` when ``interrupted`` is set meanwhile."""
+        if self.vector_mode == "async":
+            return self._evaluate_in_subprocesses(n_episodes, interrupted)
         while len(self.side_envs) < n_episodes - 1:
             self.side_envs.append(self.make())
         envs = [self.env, *self.side_envs][:n_episodes]
@@ -84,6 +105,7 @@ class Evaluator:
         returns, lengths = [0.0] * len(envs), [0] * len(envs)
         running = list(range(len(envs)))
         while running:
+            _check(interrupted)
             actions, _ = self.policy.act(
                 np.stack([obs[i] for i in running]), explore=False, env_steps=0
             )
@@ -97,9 +119,47 @@ class Evaluator:
             running = still_running
         return summarize_returns(returns, lengths)
 
+    def _evaluate_in_subprocesses(
+        self, n_episodes: int, interrupted: threading.Event | None
+    ) -> dict[str, Any]:
+        """:meth:`evaluate` with each episode's env stepping in a subprocess, all at once.
+
+        Envs whose episode ended are reset by the vector env and stepped on with the rest
+        (their steps are ignored): a vector step waits for the slowest env anyway.
+        """
+        if self.vector_env is None or self.vector_env.num_envs != n_episodes:
+            if self.vector_env is not None:
+                close_vector_env(self.vector_env)
+            self.vector_env = make_vector_env([self.make_in_subprocess] * n_episodes, "async")
+        envs = self.vector_env
+        try:
+            obs, _ = envs.reset(seed=[self._episode_seed() for _ in range(n_episodes)])
+            returns, lengths = np.zeros(n_episodes), np.zeros(n_episodes, dtype=np.int64)
+            running = np.ones(n_episodes, dtype=bool)
+            while running.any():
+                _check(interrupted)
+                actions, _ = self.policy.act(obs, explore=False, env_steps=0)
+                obs, rewards, terminated, truncated, _ = envs.step(self.policy.env_action(actions))
+                returns[running] += rewards[running]
+                lengths[running] += 1
+                running &= ~(terminated | truncated)
+        except BaseException:  # a broken or interrupted vector env is rebuilt next time
+            self.vector_env = None
+            close_vector_env(envs, broken=True)
+            raise
+        return summarize_returns(returns.tolist(), lengths.tolist())
+
     def close(self) -> None:
         for env in [self.env, *self.side_envs]:
             env.close()
+        if self.vector_env is not None:
+            close_vector_env(self.vector_env)
+            self.vector_env = None
+
+
+def _check(interrupted: threading.Event | None) -> None:
+    if interrupted is not None and interrupted.is_set():
+        raise EvaluationInterrupted("the evaluation was interrupted: the run is ending")
 
 
 @dataclass
@@ -121,16 +181,25 @@ class OnlineEvaluator:
         spec = get_algorithm(general.algo_name)
         self.policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"))
         self.evaluator = Evaluator(
-            cfg.env, self.policy, seed=general.seed, max_step=general.max_step
+            cfg.env,
+            self.policy,
+            seed=general.seed,
+            max_step=general.max_step,
+            vector_mode=cfg.env.vector_mode,
         )
         self.episodes = general.online_eval_episode
+        self.interrupted = threading.Event()
 
     def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:
-
         t0 = time.monotonic()
         self.policy.set_weights(weights)
-        returns = self.evaluator.evaluate(self.episodes)
+        returns = self.evaluator.evaluate(self.episodes, self.interrupted)
         return EvalResult(updates, env_steps, returns, round(time.monotonic() - t0, 3))
+
+    def interrupt(self) -> None:
+        """Make the evaluation running (and any later one) stop at its next step; safe to
+        call from another thread."""
+        self.interrupted.set()
 
     def close(self) -> None:
         self.evaluator.close()

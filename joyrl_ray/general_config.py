@@ -29,7 +29,7 @@ class GeneralConfig:
     collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
     mp_backend: str = "ray"  # single (one process) or ray (actors)
     n_workers: int = 1  # Worker actors stepping envs
-    n_envs_per_worker: int = 1  # envs per worker, stepped as one gymnasium sync vector env
+    n_envs_per_worker: int = 1  # envs per worker, one vector env (env_cfg.vector_mode)
     n_learners: int = 1  # data-parallel Learner actors (ray backend), gradients averaged
     ray_address: str | None = None  # null: start a local Ray; auto, host:port, ray://host:port
     ray_num_cpus: int | None = None  # CPUs for a local Ray (null: all of this machine's)
@@ -43,7 +43,8 @@ class GeneralConfig:
     data_server_resources: dict[str, float] = field(default_factory=dict)  # {}: driver's node
     max_worker_restarts: int = 3  # restarts per worker before it is dropped (-1: unlimited)
     max_learner_restarts: int = 3  # restarts of the learner group from its last checkpoint
-    max_env_errors: int = 100  # env exceptions caught and recovered before the run stops
+    max_env_errors_per_1000: float = 20.0  # env errors per 1,000 env steps that stop the run
+    env_error_window_steps: int = 50_000  # ... counted over this many recent env steps
     stall_timeout_s: float = 120.0  # stop, saying who waits for what, after this long stuck
     fault_injection: FaultInjectionConfig = field(default_factory=FaultInjectionConfig)
     load_checkpoint: bool = False  # start from a checkpoint (resume in train, required in test)

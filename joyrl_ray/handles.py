@@ -146,9 +146,16 @@ class ThreadHandle:
         self._tasks.put((future, method, args, kwargs))
         return ThreadCall(future, self.role, method)
 
-    def close(self, last: str | None = None) -> None:
+    def close(
+        self, last: str | None = None, *, interrupt: str | None = None, join_s: float = 0.0
+    ) -> None:
         """Drop the calls not yet started and let the thread end after the current one,
-        and after the target's method ``last`` (e.g. one that closes what it holds)."""
+        and after the target's method ``last`` (e.g. one that closes what it holds).
+
+        ``interrupt`` names a target method, called from this thread, that makes the
+        current call end soon; ``join_s`` then waits that long for the thread to end: a
+        daemon thread still running torch code while the interpreter exits aborts it.
+        """
         while True:
             try:
                 task = self._tasks.get_nowait()
@@ -156,9 +163,13 @@ class ThreadHandle:
                 break
             if task is not None:
                 task[0].cancel()
+        if interrupt is not None:
+            getattr(self.target, interrupt)()
         if last is not None:
             self.invoke(last)
         self._tasks.put(None)
+        if join_s > 0:
+            self._thread.join(timeout=join_s)
 
 
 class RayCall(Generic[T]):

@@ -123,7 +123,8 @@ def _server_kwargs(cfg: RunConfig, counters: Counters | None, buffer: Any) -> di
         "stop_rule": StopRule(
             max_env_steps=general.max_env_steps if train else -1,
             max_episode=general.max_episode,
-            max_env_errors=general.max_env_errors,
+            max_env_errors_per_1000=general.max_env_errors_per_1000,
+            env_error_window_steps=general.env_error_window_steps,
         ),
         "needs": needs,
         "n_workers": general.n_workers,
@@ -315,6 +316,9 @@ def _summary(
         wall_s=max(run_s or wall, 1e-9),
         n_workers=general.n_workers,
         n_learners=n_learners,
+        env_steps=counters["env_steps"] - recorder.start_counters["env_steps"],
+        n_envs_per_worker=general.n_envs_per_worker,
+        vector_mode=cfg.env.vector_mode,
     )
     summary: dict[str, Any] = {
         "mode": general.mode,

@@ -413,7 +413,7 @@ class RayRuntime:
         for actor in [*self.workers, *self.learners, self.server_actor]:
             self.ray.kill(actor, no_restart=True)
         if self._evaluator_thread is not None:  # its envs close after the evaluation running
-            self._evaluator_thread.close(last="close")
+            self._evaluator_thread.close(last="close", interrupt="interrupt", join_s=10.0)
         if self.group is not None:
             from ray.util.placement_group import remove_placement_group
 

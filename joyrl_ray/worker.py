@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector import VectorEnv
 
 from algos import get_algorithm
 from envs.faults import with_step_errors
 from envs.registry import make_env_fn
 from envs.rewards import learning_rewards
+from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.batch import (
     ACTIONS,
     NEXT_OBS,
@@ -229,14 +230,20 @@ class Worker:
         return FrameEncoder(self.n_envs, shape[0])
 
     # ----- envs -----
-    def _make_envs(self) -> SyncVectorEnv:
+    def _make_envs(self) -> VectorEnv:
+        """The worker's vector env (``env_cfg.vector_mode``); a rebuild first ends what is
+        left of the broken one (an async env's subprocesses)."""
+        old: VectorEnv | None = getattr(self, "envs", None)
+        if old is not None:
+            close_vector_env(old, broken=True)
         general = self.cfg.general
         make = make_env_fn(self.cfg.env, max_episode_steps=general.max_step)
+        makes = [make] * self.n_envs
         rate = general.fault_injection.env_error_rate
         if rate > 0:
             seed = derive_seed(general.seed, "faults", self.worker_id, self.env_error_count)
-            make = with_step_errors(make, rate, seed)
-        return SyncVectorEnv([make] * self.n_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+            makes = with_step_errors(make, rate, seed, self.n_envs)
+        return make_vector_env(makes, self.cfg.env.vector_mode)
 
     def _reset_envs(self) -> None:
         seed = self.cfg.general.seed

@@ -181,13 +181,9 @@ def killed_worker_run(tmp_path: Path) -> None:
 
 # ----- envs -----
 def env_errors_run(tmp_path: Path) -> None:
-    # About 1 in 100 steps raises: ~200 errors before CartPole is solved, above the default
-    # budget of max_env_errors=100 (which would stop the run, as it should).
-    run = start(
-        tmp_path,
-        "general_cfg.fault_injection.env_error_rate=0.01",
-        "general_cfg.max_env_errors=2000",
-    )
+    # About 1 in 100 steps raises: ~200 errors before CartPole is solved, within the default
+    # budget (max_env_errors_per_1000=20 over the last 50k env steps).
+    run = start(tmp_path, "general_cfg.fault_injection.env_error_rate=0.01")
     try:
         code = finish(run)
         task = the_task(tmp_path)

@@ -1,0 +1,327 @@
+"""joyrl-ray against Stable-Baselines3: time to a solved env, whole process, in the same run.
+
+Each case runs joyrl-ray's best shipped config for it and SB3 with RL Zoo's hyperparameters
+for the same env, seeds 1-3, one after the other (seeds interleaved, so both sides see the
+same machine load). Both evaluate the same way: 10 deterministic (greedy) episodes every
+~2k env steps, and stop at the first evaluation whose mean return reaches the threshold
+(CartPole-v1: 475; LunarLander-v3: 200). The figure is the whole process, start to exit:
+imports, Ray's start and stop (ours), the subprocess envs' start (SB3's SubprocVecEnv).
+
+    pip install -r requirements-bench.txt
+    python benchmarks/vs_peers.py                  # cartpole_ppo, cartpole_dqn, slow_cartpole_ppo
+    python benchmarks/vs_peers.py --cases slow_cartpole_ppo --seeds 1
+    python benchmarks/vs_peers.py --long           # and LunarLander-v3, DQN and PPO (box2d)
+
+Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters):
+
+- ``cartpole_ppo``: configs/cartpole_ppo.yaml vs PPO, DummyVecEnv(8) (RL Zoo's n_envs 8).
+- ``cartpole_dqn``: configs/cartpole_dqn.yaml vs DQN, one env.
+- ``slow_cartpole_ppo``: CartPole with 2 ms per step and reset (``step_latency``):
+  configs/slow_cartpole_ppo.yaml (2 workers x 4 async envs) vs PPO with SubprocVecEnv(8);
+  SB3 evaluates on the slow env too (its ``EvalCallback`` stops training while it
+  evaluates; ours evaluates beside learning), and once more on plain CartPole, its best
+  case (``sb3_plain_eval_s``).
+- ``lunarlander_dqn`` / ``lunarlander_ppo`` (``--long``): configs/lunarlander_*.yaml vs RL
+  Zoo's LunarLander settings, to 200.
+
+A side that does not solve within its budget counts as null. Before the cases, one line
+measures ``env_cfg.vector_mode``: 1 worker's vector env of 8 envs of the 2 ms env, async vs
+sync, env steps per second with the policy's forward each step. The last line is one JSON
+object: ``{"<case>": {"ours_s": [..], "sb3_s": [..], "ratio_median": x}, "vector_mode":
+{...}}`` (ratio: ours / SB3, medians over the seeds that solved on both sides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SLOW_STEP_S = 0.002
+EVAL_EVERY_STEPS = 2048  # env steps between evaluations (ours: the configs' model_save_fre)
+EVAL_EPISODES = 10
+RUN_TIMEOUT_S = 1800
+
+
+# ----- cases -----
+CASES: dict[str, dict[str, Any]] = {
+    "cartpole_ppo": {"ours": "cartpole_ppo", "sb3": "ppo_cartpole", "slow": False},
+    "cartpole_dqn": {"ours": "cartpole_dqn", "sb3": "dqn_cartpole", "slow": False},
+    "slow_cartpole_ppo": {"ours": "slow_cartpole_ppo", "sb3": "ppo_cartpole", "slow": True},
+}
+LONG_CASES: dict[str, dict[str, Any]] = {
+    "lunarlander_dqn": {"ours": "lunarlander_dqn", "sb3": "dqn_lunarlander", "slow": False},
+    "lunarlander_ppo": {"ours": "lunarlander_ppo", "sb3": "ppo_lunarlander", "slow": False},
+}
+THRESHOLD = {"cartpole": 475.0, "lunarlander": 200.0}
+
+
+def threshold_of(case: str) -> float:
+    return THRESHOLD["lunarlander" if "lunarlander" in case else "cartpole"]
+
+
+# ----- SB3, in a process of its own (python benchmarks/vs_peers.py --sb3 ...) -----
+def _linear(start: float) -> Any:
+    return lambda progress: progress * start  # RL Zoo's lin_<start>
+
+
+def sb3_settings(name: str) -> tuple[str, str, int, int, dict[str, Any]]:
+    """(algorithm, env id, n_envs, budget in env steps, kwargs): RL Zoo's hyperparameters."""
+    if name == "ppo_cartpole":
+        kwargs = dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=_linear(0.001),
+            clip_range=_linear(0.2),
+        )
+        return "PPO", "CartPole-v1", 8, 100_000, kwargs
+    if name == "dqn_cartpole":
+        kwargs = dict(
+            learning_rate=2.3e-3,
+            batch_size=64,
+            buffer_size=100_000,
+            learning_starts=1000,
+            gamma=0.99,
+            target_update_interval=10,
+            train_freq=256,
+            gradient_steps=128,
+            exploration_fraction=0.16,
+            exploration_final_eps=0.04,
+            policy_kwargs=dict(net_arch=[256, 256]),
+        )
+        return "DQN", "CartPole-v1", 1, 100_000, kwargs
+    if name == "dqn_lunarlander":
+        kwargs = dict(
+            learning_rate=6.3e-4,
+            batch_size=128,
+            buffer_size=50_000,
+            learning_starts=0,
+            gamma=0.99,
+            target_update_interval=250,
+            train_freq=4,
+            gradient_steps=-1,
+            exploration_fraction=0.12,
+            exploration_final_eps=0.1,
+            policy_kwargs=dict(net_arch=[256, 256]),
+        )
+        return "DQN", "LunarLander-v3", 1, 100_000, kwargs
+    if name == "ppo_lunarlander":
+        kwargs = dict(
+            n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01
+        )
+        return "PPO", "LunarLander-v3", 16, 1_000_000, kwargs
+    raise ValueError(f"unknown SB3 setting {name!r}")
+
+
+def run_sb3(name: str, seed: int, slow: bool, slow_eval: bool, threshold: float) -> None:
+    """Train until an evaluation reaches ``threshold``; prints one JSON line."""
+    import gymnasium as gym
+    from stable_baselines3 import DQN, PPO
+    from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from envs.latency import StepLatency
+
+    algo, env_id, n_envs, budget, kwargs = sb3_settings(name)
+
+    def wrapper(env: gym.Env) -> gym.Env:
+        return StepLatency(env, SLOW_STEP_S) if slow else env
+
+    def eval_wrapper(env: gym.Env) -> gym.Env:
+        return StepLatency(env, SLOW_STEP_S) if slow and slow_eval else env
+
+    vec_cls = SubprocVecEnv if slow else DummyVecEnv
+    env = make_vec_env(env_id, n_envs, seed=seed, wrapper_class=wrapper, vec_env_cls=vec_cls)
+    eval_env = make_vec_env(env_id, 1, seed=seed + 1000, wrapper_class=eval_wrapper)
+    stop = StopTrainingOnRewardThreshold(reward_threshold=threshold, verbose=0)
+    solved_at: dict[str, float] = {}
+
+    class Eval(EvalCallback):
+        def _on_step(self) -> bool:
+            go_on = super()._on_step()
+            if not go_on and "s" not in solved_at:
+                solved_at["s"] = time.time()
+                solved_at["steps"] = self.num_timesteps
+            return go_on
+
+    callback = Eval(
+        eval_env,
+        callback_on_new_best=stop,
+        n_eval_episodes=EVAL_EPISODES,
+        eval_freq=max(EVAL_EVERY_STEPS // n_envs, 1),
+        deterministic=True,
+        verbose=0,
+    )
+    model_cls = {"PPO": PPO, "DQN": DQN}[algo]
+    model = model_cls("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    model.learn(total_timesteps=budget, callback=callback)
+    env.close()
+    eval_env.close()
+    print(json.dumps({"solved_at": solved_at.get("s"), "env_steps": solved_at.get("steps")}))
+
+
+# ----- one side's whole process -----
+def timed(argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
+    t0 = time.time()
+    done = subprocess.run(
+        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+    )
+    return time.time() - t0, done
+
+
+def ours_once(case: str, seed: int, tasks: Path) -> float | None:
+    """Whole-process seconds of ``main.py`` to the threshold; None if it did not solve."""
+    config = (LONG_CASES | CASES)[case]["ours"]
+    seconds, done = timed(
+        [
+            sys.executable,
+            "main.py",
+            "--yaml",
+            f"configs/{config}.yaml",
+            f"general_cfg.seed={seed}",
+            f"general_cfg.reward_threshold={threshold_of(case):g}",
+            "general_cfg.progress=false",
+            "general_cfg.save_fig=false",
+            f"general_cfg.tasks_dir={tasks}",
+        ]
+    )
+    if done.returncode != 0:
+        print(f"# ours {case} seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
+        return None
+    (path,) = tasks.glob("*/results/summary.json")
+    summary = json.loads(path.read_text())
+    return round(seconds, 1) if summary.get("stop_reason") == "reward_threshold" else None
+
+
+def sb3_once(case: str, seed: int, *, slow_eval: bool = True) -> float | None:
+    spec = (LONG_CASES | CASES)[case]
+    argv = [sys.executable, __file__, "--sb3", spec["sb3"], "--seed", str(seed)]
+    argv += ["--threshold", str(threshold_of(case))]
+    if spec["slow"]:
+        argv.append("--slow")
+        if not slow_eval:
+            argv.append("--plain-eval")
+    seconds, done = timed(argv)
+    if done.returncode != 0:
+        print(f"# sb3 {case} seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
+        return None
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return round(seconds, 1) if result["solved_at"] is not None else None
+
+
+def ratio_median(ours: list[float | None], peer: list[float | None]) -> float | None:
+    pairs = [(a, b) for a, b in zip(ours, peer, strict=True) if a is not None and b is not None]
+    if not pairs:
+        return None
+    return round(statistics.median(a for a, _ in pairs) / statistics.median(b for _, b in pairs), 2)
+
+
+# ----- vector_mode: async vs sync on the slow env -----
+def vector_mode_line(n_envs: int = 8, vector_steps: int = 300) -> dict[str, float]:
+    """Env steps/s of one worker's vector env of ``n_envs`` 2 ms envs, acting with a
+    64x64 policy forward each vector step, async vs sync."""
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+
+    from envs.config import EnvConfig
+    from envs.registry import make_env_fn
+    from envs.vector import close_vector_env, make_vector_env
+
+    torch.set_num_threads(1)
+    cfg = OmegaConf.structured(EnvConfig(wrappers=["step_latency"], step_latency_s=SLOW_STEP_S))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(4, 64),
+        torch.nn.Tanh(),
+        torch.nn.Linear(64, 64),
+        torch.nn.Tanh(),
+        torch.nn.Linear(64, 2),
+    )
+    rates = {}
+    for mode in ("sync", "async"):
+        envs = make_vector_env([make_env_fn(cfg)] * n_envs, mode)
+        obs, _ = envs.reset(seed=list(range(n_envs)))
+        t0 = time.monotonic()
+        for _ in range(vector_steps):
+            with torch.no_grad():
+                actions = net(torch.as_tensor(obs, dtype=torch.float32)).argmax(1).numpy()
+            obs, *_ = envs.step(actions.astype(np.int64))
+        rates[mode] = n_envs * vector_steps / (time.monotonic() - t0)
+        close_vector_env(envs)
+    return {
+        "sync_steps_per_s": round(rates["sync"]),
+        "async_steps_per_s": round(rates["async"]),
+        "async_over_sync": round(rates["async"] / rates["sync"], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", nargs="*", default=None)
+    parser.add_argument("--seeds", nargs="*", type=int, default=[1, 2, 3])
+    parser.add_argument("--long", action="store_true", help="also the LunarLander cases")
+    parser.add_argument("--sb3", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--threshold", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--slow", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--plain-eval", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sb3:
+        run_sb3(args.sb3, args.seed, args.slow, not args.plain_eval, args.threshold)
+        return
+    cases = {**CASES, **(LONG_CASES if args.long else {})}
+    names = args.cases or list(cases)
+    unknown = [c for c in names if c not in CASES | LONG_CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}; allowed: {', '.join(CASES | LONG_CASES)}")
+    results: dict[str, Any] = {}
+    vector = vector_mode_line()
+    print(
+        f"vector_mode, 1 worker x 8 envs of {SLOW_STEP_S * 1000:g} ms: sync "
+        f"{vector['sync_steps_per_s']} env steps/s, async {vector['async_steps_per_s']} "
+        f"({vector['async_over_sync']}x)",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="vs_peers_") as tmp:
+        for case in names:
+            ours: list[float | None] = []
+            peer: list[float | None] = []
+            plain: list[float | None] = []
+            for seed in args.seeds:
+                ours.append(ours_once(case, seed, Path(tmp) / f"{case}_{seed}"))
+                peer.append(sb3_once(case, seed))
+                line = f"{case} seed {seed}: ours {ours[-1]} s, sb3 {peer[-1]} s"
+                if cases[case]["slow"]:
+                    plain.append(sb3_once(case, seed, slow_eval=False))
+                    line += f", sb3 evaluating on plain CartPole {plain[-1]} s"
+                print(line, flush=True)
+            results[case] = {
+                "ours_s": ours,
+                "sb3_s": peer,
+                "ratio_median": ratio_median(ours, peer),
+            }
+            if plain:
+                results[case]["sb3_plain_eval_s"] = plain
+                results[case]["ratio_median_plain_eval"] = ratio_median(ours, plain)
+    results["vector_mode"] = vector
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
