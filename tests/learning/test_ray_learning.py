@@ -70,5 +70,5 @@ def test_online_evaluation_takes_under_1_percent_of_the_learners_time(
     summary = ray_runs[EVAL_SHARE_RUN].result()
     assert summary["stop_reason"] == "max_env_steps", summary["stop_reason"]
     assert len(summary["eval_history"]) >= 5, evals(summary)  # evaluations did happen
-    eval_s = summary["time_s"]["learner_eval"]
+    eval_s = summary["time_s"]["learner_checkpoint"]
     assert eval_s < 0.01 * summary["wall_time_s"], (eval_s, summary["wall_time_s"])

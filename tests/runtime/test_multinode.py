@@ -233,7 +233,7 @@ def _node_ids(summary: dict) -> tuple[str, str]:
 
 
 def _job_actors(cluster: TwoNodes) -> list[str]:
-    names = ("ray::Worker", "ray::Learner", "ray::DataServer")
+    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::Coordinator")
     return [
         c for n in cluster.nodes for c in descendants(n.proc.pid).values() if c.startswith(names)
     ]
@@ -293,8 +293,8 @@ def test_learner_pinned_to_the_second_node_still_writes_models_on_the_driver(lea
     head, node2 = _node_ids(summary)
     roles = summary["placement"]["roles"]
     assert roles["learner 0"]["node_id"] == node2 and roles["learner 0"]["ip"] == NODE2_IP
-    # The DataServer sits on the driver's node (the head: this machine's raylet).
-    assert roles["data server"]["node_id"] == head
+    # The coordinator and the DataServer sit on the driver's node (the head: this raylet).
+    assert roles["data server"]["node_id"] == head == roles["coordinator"]["node_id"]
     assert roles["worker 0"]["node_id"] == head  # the learner holds node 2's only CPU
     assert summary["placement"]["cluster"] == "2 nodes, 3 CPUs, 0 GPUs"
     assert summary["nodes_lost"] == 0
