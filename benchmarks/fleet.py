@@ -6,8 +6,9 @@
 Each synthetic worker is a Ray actor that imports no torch: it holds one pre-made chunk
 (``--chunk`` transitions of ``--obs-dim`` float32 observations, put in the object store
 once) and pushes it as a real worker does (``WorkerLink.push_transitions``: the rows to its
-shard ``k mod K``, the report to the coordinator, side by side), ``--pushes-per-s`` times
-a second, sleeping in between, so dozens of them fit on two cores. A sampler actor takes
+shard ``k mod K``, the report to the coordinator, side by side, joined in one ack), but by
+reference, so that the per-row work is the shard's alone and dozens of workers fit on two
+cores; ``--pushes-per-s`` times a second, sleeping in between. A sampler actor takes
 rounds of batches from every shard at the same time, as a learner does (``ShardSampler``),
 at a learner's pace (``--sample-batches-per-s``).
 
@@ -40,7 +41,7 @@ from joyrl_ray.control.coordinator import StopRule  # noqa: E402
 from joyrl_ray.data.sampling import ShardSampler  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
 from joyrl_ray.messages import EpisodeColumns, WorkerReport  # noqa: E402
-from joyrl_ray.plane_clients import DataServerClient, WorkerLink  # noqa: E402
+from joyrl_ray.plane_clients import DataServerClient, JoinedAck, WorkerLink  # noqa: E402
 from joyrl_ray.planes import PlaneSetup, RayPlanes  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -74,10 +75,9 @@ class FleetWorker:
         self.link = link
 
     def run(self, pushes_per_s: float, seconds: float, start_at: float) -> dict[str, Any]:
-        import ray
 
-        assert self.link is not None
-        chunk = ray.get(self.chunk_ref)
+        link = self.link
+        assert link is not None and isinstance(link.data, DataServerClient)
         period = 1.0 / pushes_per_s
         # Workers start spread over one period, not all at once.
         next_at = start_at + (self.worker_id * 0.618 % 1.0) * period
@@ -94,7 +94,11 @@ class FleetWorker:
             next_at += period
             report = WorkerReport(self.worker_id, self.rows, EpisodeColumns.empty())
             t0 = time.perf_counter()
-            ack = self.link.push_transitions(self.worker_id, chunk, report, version).result(60)
+            # As WorkerLink.push_transitions, with the chunk by reference: Ray hands the
+            # shard the arrays, so the shard does all the per-row work.
+            insert = link.data.insert(self.worker_id, self.chunk_ref)  # type: ignore[arg-type]
+            call = link.coordinator.report_worker(report, self.rows, version, link.shard)
+            ack = JoinedAck(call, insert, self.rows, link).result(60)
             latencies.append(time.perf_counter() - t0)
             if ack.weights is not None:
                 version = ack.weights.version
@@ -203,9 +207,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--shards", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--chunk", type=int, default=256, help="transitions per push")
+    parser.add_argument("--chunk", type=int, default=1024, help="transitions per push")
     parser.add_argument("--obs-dim", type=int, default=64)
-    parser.add_argument("--pushes-per-s", type=float, default=20.0, help="per worker")
+    parser.add_argument("--pushes-per-s", type=float, default=5.0, help="per worker")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument(
         "--sample-batches-per-s", type=float, default=400.0, help="the sampler's pace"
