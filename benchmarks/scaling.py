@@ -191,8 +191,8 @@ def show(result: Result, base: Result | None, n: int) -> str:
         f"{result.verdict:<13} [workers step {s['worker_stepping']:.2f} push-wait "
         f"{s['worker_push_wait']:.2f} weights-wait {s['worker_weights_wait']:.2f}; learners "
         f"learn {s['learner_learning']:.2f} data-wait {s['learner_data_wait']:.2f} sync "
-        f"{s['learner_sync']:.2f} eval {s['learner_eval']:.2f}]  load {result.load[0]:.1f}->"
-        f"{result.load[1]:.1f}"
+        f"{s['learner_sync']:.2f} checkpoint {s['learner_checkpoint']:.2f}]  "
+        f"load {result.load[0]:.1f}->{result.load[1]:.1f}"
     )
 
 

@@ -51,8 +51,9 @@ from algos import get_algorithm  # noqa: E402
 from envs.probe import probe_env  # noqa: E402
 from envs.registry import make_env_fn  # noqa: E402
 from joyrl_ray.config import RunConfig, load_config  # noqa: E402
+from joyrl_ray.control.coordinator import StopRule  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
-from joyrl_ray.data_server import StopRule  # noqa: E402
+from joyrl_ray.planes import PlaneSetup  # noqa: E402
 from joyrl_ray.worker import initial_net_seed  # noqa: E402
 
 DEFAULT_LEARN_YAML = ROOT / "configs" / "cartpole_dqn.yaml"
@@ -150,7 +151,7 @@ def single_backend(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, f
     from joyrl_ray.runtimes import LocalRuntime
 
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
-    runtime = LocalRuntime(cfg, server_kwargs(cfg, learn=True), learner_setup(spaces), spaces)
+    runtime = LocalRuntime(cfg, plane_setup(cfg, learn=True), learner_setup(spaces), spaces)
     counters = lambda: runtime.server.counters  # noqa: E731
     try:
         return measure(runtime.advance, counters, seconds, warmup, learn=True, cfg=cfg)
@@ -201,16 +202,17 @@ def learner_alone(cfg: RunConfig, seconds: float) -> float:
 
 
 # ----- the runtime -----
-def server_kwargs(cfg: RunConfig, *, learn: bool) -> dict[str, Any]:
+def plane_setup(cfg: RunConfig, *, learn: bool) -> PlaneSetup:
     general = cfg.general
-    return {
-        "stop_rule": StopRule(),
-        "needs": get_algorithm(general.algo_name).policy_cls.data_needs(cfg.algo),
-        "n_workers": general.n_workers,
-        "n_learners": general.n_learners,
+    return PlaneSetup(
+        stop_rule=StopRule(),
+        needs=get_algorithm(general.algo_name).policy_cls.data_needs(cfg.algo),
+        n_workers=general.n_workers,
+        n_learners=general.n_learners,
+        n_shards=general.n_replay_shards,
         # Collection only: no learner to wait for.
-        "learner_lag_tolerance": general.learner_lag_tolerance if learn else -1,
-    }
+        learner_lag_tolerance=general.learner_lag_tolerance if learn else -1,
+    )
 
 
 def learner_setup(spaces: Any) -> Any:
@@ -253,11 +255,11 @@ def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
     requests = make_requests(cfg.general, alive_nodes(), train=args.learn)
     setup = learner_setup(spaces) if args.learn else None
-    runtime = RayRuntime(cfg, server_kwargs(cfg, learn=args.learn), setup, spaces, requests)
+    runtime = RayRuntime(cfg, plane_setup(cfg, learn=args.learn), setup, spaces, requests)
     latest = {"counters": None}
 
     def counters() -> Any:
-        reports = runtime.data_server.drain_reports().result(60)
+        reports = runtime.coordinator.drain_reports().result(60)
         latest["counters"] = reports.counters
         return reports.counters
 
@@ -274,7 +276,7 @@ def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
 def stop_roles(runtime: Any, timeout_s: float = 30.0) -> None:
     """Let the roles end their loops as at the end of a run, so that the kills of the
     shutdown find no task running (Ray would print a line for each one it cut off)."""
-    runtime.data_server.request_stop("benchmark_done").result(timeout_s)
+    runtime.coordinator.request_stop("benchmark_done").result(timeout_s)
     deadline = time.monotonic() + timeout_s
     while not runtime.finished and time.monotonic() < deadline:
         runtime.advance(1.0)

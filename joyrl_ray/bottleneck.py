@@ -41,7 +41,7 @@ class Bottleneck:
     learner_learning: float
     learner_data_wait: float
     learner_sync: float
-    learner_eval: float
+    learner_checkpoint: float
     verdict: str  # worker_bound, learner_bound or balanced
     sentence: str
     env_step_ms: float  # workers' stepping milliseconds per env step (0: no steps counted)
@@ -69,7 +69,9 @@ def judge(
     whichever is larger, so they never add up to more than 1.
     """
     worker_total = workers.step_s + workers.push_wait_s + workers.weights_wait_s
-    learner_total = learners.learn_s + learners.data_wait_s + learners.sync_s + learners.eval_s
+    learner_total = (
+        learners.learn_s + learners.data_wait_s + learners.sync_s + learners.checkpoint_s
+    )
     w = max(wall_s * max(n_workers, 1), worker_total, 1e-9)
     lr = max(wall_s * max(n_learners, 1), learner_total, 1e-9)
     worker_wait = (workers.push_wait_s + workers.weights_wait_s) / w
@@ -92,7 +94,7 @@ def judge(
         learner_learning=learners.learn_s / lr if n_learners else 0.0,
         learner_data_wait=learner_wait,
         learner_sync=learners.sync_s / lr if n_learners else 0.0,
-        learner_eval=learners.eval_s / lr if n_learners else 0.0,
+        learner_checkpoint=learners.checkpoint_s / lr if n_learners else 0.0,
         verdict=verdict,
         sentence=VERDICTS[verdict],
         env_step_ms=step_s * 1000,

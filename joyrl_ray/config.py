@@ -157,6 +157,7 @@ def _check_general(general: DictConfig) -> None:
         "weights_publish_every",
         "max_pushes_in_flight",
         "worker_chunk_steps",
+        "n_replay_shards",
         "keep_checkpoints",
     ):
         if general[key] < 1:

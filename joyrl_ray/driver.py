@@ -1,12 +1,12 @@
 """The driver loop: advance the roles, write what they report, keep the run honest.
 
-Every half second the driver drains the DataServer's reports into the Recorder, writes the
-learner's checkpoints (only the driver writes the task directory, so no filesystem needs
-to be shared by the nodes), hands checkpoints to the evaluator and writes ``best.pt`` from
-exactly the checkpoint that got the best evaluation. It also watches the run: a signal
-asks every role to stop; a role that fails ends the run with its error; and when neither
-env steps nor updates move for ``stall_timeout_s`` it stops the run, saying who waits for
-what.
+Every half second the driver drains the coordinator's reports into the Recorder, fetches
+the learner's checkpoints from the object store and writes them (only the driver writes
+the task directory, so no filesystem needs to be shared by the nodes), hands checkpoints
+to the evaluator and writes ``best.pt`` from exactly the checkpoint that got the best
+evaluation. It also watches the run: a signal asks every role to stop; a role that fails
+ends the run with its error; and when neither env steps nor updates move for
+``stall_timeout_s`` it stops the run, saying who waits for what.
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from joyrl_ray.checkpoint import CheckpointStore, atomic_write_bytes
+from joyrl_ray.atomic_file import atomic_write_bytes
+from joyrl_ray.checkpoint import CheckpointStore
 from joyrl_ray.config import RunConfig
 from joyrl_ray.evaluator import EvalResult
 from joyrl_ray.handles import Call, CallTimeout, RoleDied, RoleError
 from joyrl_ray.learner import LearnerResult
-from joyrl_ray.messages import CheckpointReport, Placement, Reports, StallReport
+from joyrl_ray.messages import CheckpointRef, CheckpointReport, Placement, Reports, StallReport
 from joyrl_ray.modes import REPLAY_FILE
+from joyrl_ray.planes import join_shard_states
 from joyrl_ray.recorder import Recorder
-from joyrl_ray.runtimes import LocalRuntime, RayRuntime, RoleEvents
+from joyrl_ray.runtimes import RoleEvents, Runtime
 from joyrl_ray.signals import StopSignals, running
 
 DRAIN_EVERY_S = 0.5  # at least this often; a checkpoint or the stop wakes the driver at once
@@ -38,12 +40,12 @@ END_WAIT_S = 120.0  # how long the roles get to finish after the stop
 # or two, and evaluations still running are not waited for.
 HURRIED_END_WAIT_S = 10.0
 # Checkpoints waiting for the evaluator. The driver takes each checkpoint when it comes (the
-# runtime wakes it), but an evaluation can take longer than the learner needs for the next
-# one (PPO on CartPole: a checkpoint every ~0.25 s); each is evaluated, in order. Only when
-# evaluation falls further behind is the oldest one dropped.
+# runtime wakes it), but an evaluation may take longer than the learner needs for the next
+# one; a short queue keeps each evaluated, in order, through such bursts, and drops the
+# oldest only when evaluation falls further behind.
 EVAL_QUEUE = 4
 FAILURE_STOPS = {
-    "data_server_failed",
+    "coordinator_failed",
     "learner_failed",
     "learner_error",
     "worker_error",
@@ -74,7 +76,7 @@ class Driver:
     def __init__(
         self,
         cfg: RunConfig,
-        runtime: LocalRuntime | RayRuntime,
+        runtime: Runtime,
         recorder: Recorder,
         store: CheckpointStore,
         *,
@@ -84,7 +86,7 @@ class Driver:
     ) -> None:
         self.cfg = cfg
         self.runtime = runtime
-        self.server = runtime.data_server
+        self.server = runtime.coordinator
         self.recorder = recorder
         self.store = store
         self.expected_roles = expected_roles
@@ -95,6 +97,7 @@ class Driver:
         self.eval_queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE)
         self.progress_mark = (time.monotonic(), -1, -1)
         self.placement_announced = False
+        self.data_plane_placed = False
         self.server_alive = True
         self.end_wait_s = END_WAIT_S
         self.hurried = False
@@ -105,8 +108,7 @@ class Driver:
         with running() as signals:
             self.signals = signals
             while not self.runtime.finished:
-                evaluating = self.eval_in_flight[0] if self.eval_in_flight else None
-                events = self.runtime.advance(DRAIN_EVERY_S, wake_on=evaluating)
+                events = self.runtime.advance(DRAIN_EVERY_S)
                 self._take_events(events)
                 if self.server_alive:
                     self._drain()
@@ -198,7 +200,7 @@ class Driver:
             self.recorder.log(line)
             self.recorder.note(line)
         if events.failure is not None:
-            self._check_server()  # a role may have failed because the DataServer died
+            self._check_server()  # a role may have failed because the coordinator died
             self._stop(events.failure_reason or "failed", events.failure, 1)
 
     # ----- reports -----
@@ -220,18 +222,22 @@ class Driver:
             self.outcome.first_data_at = time.monotonic()
         for place in reports.placements:
             self.outcome.placements[place.role] = place
+        if not self.data_plane_placed and self.outcome.placements:
+            self.data_plane_placed = True  # the data plane started before the coordinator
+            for place in self.runtime.data_plane_placements():
+                self.outcome.placements[place.role] = place
         if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:
             self.placement_announced = True
             self.announce_placement(self.outcome.placements)
-        for checkpoint in reports.checkpoints:
-            self._write_checkpoint(checkpoint)
+        for ref in reports.checkpoints:
+            self._fetch_checkpoint(ref)
         if reports.stop_reason is not None and self.outcome.stop_reason is None:
             reason = reports.stop_reason
             failed = reason in FAILURE_STOPS
             self._stop(reason, reports.stop_detail if failed else None, 1 if failed else 0)
 
     def _check_server(self) -> None:
-        """Stop for the DataServer's death, if it died (any short call tells)."""
+        """Stop for the coordinator's death, if it died (any short call tells)."""
         if self.server_alive:
             try:
                 self.server.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
@@ -242,17 +248,26 @@ class Driver:
         if not self.server_alive:
             return
         self.server_alive = False
-        if isinstance(exc, RoleDied):  # "DataServer died during <call> (<Ray's reason>)"
+        if isinstance(exc, RoleDied):  # "Coordinator died during <call> (<Ray's reason>)"
             error = f"the {exc}"
         else:
-            error = f"the DataServer stopped answering ({exc})"
-        self._stop("data_server_failed", error, 1)
+            error = f"the Coordinator stopped answering ({exc})"
+        self._stop("coordinator_failed", error, 1)
 
     # ----- checkpoints and evaluations -----
+    def _fetch_checkpoint(self, ref: CheckpointRef) -> None:
+        """Fetch a checkpoint the learner put in the object store, and write it."""
+        try:
+            checkpoint = self.runtime.store.get(ref.box, timeout_s=DRAIN_TIMEOUT_S)
+        except RoleError as exc:  # the learner died with it: its next one will come
+            self.recorder.log(f"the checkpoint at {ref.updates} updates was lost: {exc}")
+            return
+        self._write_checkpoint(checkpoint)
+
     def _write_checkpoint(self, checkpoint: CheckpointReport) -> None:
         self.store.save_bytes(checkpoint.state, checkpoint.updates)
         self.latest_state = checkpoint.state
-        if self.cfg.general.save_buffer and self.server_alive:
+        if self.cfg.general.save_buffer:
             self._save_buffer()
         if checkpoint.evaluate and self.runtime.evaluator is not None:
             if len(self.eval_queue) == self.eval_queue.maxlen:
@@ -262,12 +277,13 @@ class Driver:
 
     def _save_buffer(self) -> None:
         try:
-            state = self.server.buffer_state().result(timeout_s=DRAIN_TIMEOUT_S)
-        except RoleError as exc:  # the checkpoint is written; the replay died with the server
-            self._server_lost(exc)
+            states = self.runtime.buffer_states()
+        except RoleError as exc:  # the checkpoint is written; a shard died with its replay
+            self.recorder.log(f"the replay was not saved: {exc}")
             return
-        if state is None:
+        if not states:
             return
+        state = join_shard_states(states) if len(states) > 1 else states[0]
         import io
 
         data = io.BytesIO()
@@ -282,9 +298,7 @@ class Driver:
                 if not self.eval_queue:
                     return
                 checkpoint = self.eval_queue.popleft()
-                evaluator = self.runtime.evaluator
-                assert evaluator is not None
-                call = evaluator.evaluate(
+                call = self.runtime.evaluate(
                     checkpoint.weights, checkpoint.updates, checkpoint.counters.env_steps
                 )
                 self.eval_in_flight = (call, checkpoint)
@@ -322,7 +336,7 @@ class Driver:
         if final is not None:
             self.outcome.final_checkpoint = final
             self.store.save_bytes(final.state, final.updates)
-            if self.cfg.general.save_buffer and self.server_alive:
+            if self.cfg.general.save_buffer:
                 self._save_buffer()
 
     # ----- the watchdog -----
@@ -342,6 +356,7 @@ class Driver:
         except (CallTimeout, RoleError) as exc:
             self._server_lost(exc)
             return
+        report.waiting.update(self.runtime.data_plane_waits())
         self._hurry()
         self._stop("stalled", stall_message(report, self.cfg.general.stall_timeout_s), 1)
 

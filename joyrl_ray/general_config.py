@@ -41,6 +41,7 @@ class GeneralConfig:
     worker_resources: dict[str, float] = field(default_factory=dict)  # extra per worker
     learner_resources: dict[str, float] = field(default_factory=dict)  # extra per learner
     data_server_resources: dict[str, float] = field(default_factory=dict)  # {}: driver's node
+    n_replay_shards: int = 1  # off-policy: DataServer replay shards (worker k -> shard k mod n)
     max_worker_restarts: int = 3  # restarts per worker before it is dropped (-1: unlimited)
     max_learner_restarts: int = 3  # restarts of the learner group from its last checkpoint
     max_env_errors_per_1000: float = 20.0  # env errors per 1,000 env steps that stop the run

@@ -1,17 +1,18 @@
-"""The Learner: owns the model, learns from the DataServer's data, publishes weights.
+"""The Learner: owns the model, learns from the data plane's data, publishes weights.
 
 One or more learners run as a data-parallel group (``general_cfg.n_learners``). Off-policy,
-each learner samples its ``batch_size / N`` rows per update in rounds that the DataServer
-decides once for all of them (as many updates as the update-to-data ratio allows), and
+each learner samples its ``batch_size / N`` rows per update in rounds that each replay
+shard decides once for all of them (as many updates as the update-to-data ratio allows), and
 keeps its next round's request in flight while it learns. On-policy, each takes its env
 slice of one rollout per worker, learns, and rank 0 publishes the next weights version.
-Gradients are averaged inside the policy (``Policy.optimize``), so every learner takes
+Gradients are averaged inside the algorithm (``Algorithm.optimize``), so every learner takes
 the same steps. Rank 0 alone publishes weights, reports and checkpoints.
 
-A learner never writes files and never evaluates: it hands each checkpoint (the state as
-bytes, and the acting weights) to the DataServer, and the driver writes it and has it
-evaluated beside learning. Its final checkpoint travels as the result of :meth:`run`, so
-it reaches the driver even when the DataServer is gone.
+A learner never writes files and never evaluates: it puts each checkpoint (the state as
+bytes, and the acting weights) in the object store and hands the coordinator only the
+reference; the driver fetches it, writes it and has it evaluated beside learning. Its
+final checkpoint travels as the result of :meth:`run`, so it reaches the driver even when
+the coordinator is gone.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ from algos import get_algorithm
 from algos.parallel import DataParallel
 from joyrl_ray.batch import GENERATIONS, SLOTS, Batch
 from joyrl_ray.config import RunConfig
+from joyrl_ray.data.sampling import ShardSampler
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.distributed import ProcessGroup
 from joyrl_ray.handles import RoleDied
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
+    CheckpointRef,
     CheckpointReport,
     Counters,
     LearnerReport,
@@ -47,7 +50,7 @@ from joyrl_ray.placement import node_here
 from joyrl_ray.seeding import derive_seed
 
 if TYPE_CHECKING:
-    from joyrl_ray.clients import DataServerClient
+    from joyrl_ray.plane_clients import LearnerLinks
 
 LEARNED, IDLE, STOPPED = "learned", "idle", "stopped"
 CALL_SLACK_S = 60.0  # beyond a call's own wait: how long an answer may take before it is stuck
@@ -90,16 +93,16 @@ class LearnerResult:
 
     stats: LearnerStats
     final_checkpoint: CheckpointReport | None
-    data_server_lost: str | None = None  # why the loop ended early, if the DataServer died
+    data_server_lost: str | None = None  # why the loop ended early, if a peer it needs died
 
 
 class Learner:
-    """Trains one policy (one rank of the learner group); a Ray actor or a plain object."""
+    """Trains one algorithm (one rank of the learner group); a Ray actor or a plain object."""
 
     def __init__(
         self,
         cfg: RunConfig,
-        data_server: DataServerClient,
+        links: LearnerLinks,
         spaces: tuple[gym.Space, gym.Space],
         *,
         rank: int = 0,
@@ -111,22 +114,28 @@ class Learner:
         torch.set_num_threads(max(1, threads))
         general = cfg.general
         self.cfg = cfg
-        self.data_server = data_server
+        self.links = links
+        self.coordinator = links.coordinator
         self.rank, self.world_size, self.generation = rank, world_size, generation
         self.device = pick_device(general.device)
         spec = get_algorithm(general.algo_name)
         if general.seed:  # before the policy exists: its initial weights follow the seed
             torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
-        self.policy = spec.algorithm_cls(cfg.algo, *spaces, self.device)
+        self.algorithm = spec.algorithm_cls(cfg.algo, *spaces, self.device)
         self.needs = spec.policy_cls.data_needs(cfg.algo)
-        self.policy.seed(derive_seed(general.seed, "learner"))
+        self.algorithm.seed(derive_seed(general.seed, "learner"))
         self.weights_version = 0
         self.counters = Counters()
         if start_state is not None:
             self._restore(state_from_bytes(start_state))
         self.pending = PendingCalls()
-        self.pending_round: Any = None
-        self.round_id = 0
+        self.round_id = 0  # on-policy iterations
+        self.sampler: ShardSampler | None = None
+        if isinstance(self.needs, ReplayNeeds):
+            rows = self.needs.batch_size // world_size
+            self.sampler = ShardSampler(
+                links.shards, rank=rank, rows=rows, max_updates=MAX_UPDATES_PER_ROUND
+            )
         self.metric_sums: dict[str, float] = defaultdict(float)
         self.metric_count = 0
         self.last_report = time.monotonic()
@@ -137,37 +146,37 @@ class Learner:
 
     # ----- state -----
     def _restore(self, checkpoint: dict[str, Any]) -> None:
-        self.policy.load_state_dict(checkpoint["policy"])
+        self.algorithm.load_state_dict(checkpoint["policy"])
         self.weights_version = int(checkpoint.get("weights_version", 0))
         self.counters = Counters(**checkpoint.get("counters", {}))
         rng = checkpoint.get("rng")
         if rng is not None:
             torch.set_rng_state(rng["torch"])
-            self.policy.rng.bit_generator.state = rng["numpy"]
+            self.algorithm.rng.bit_generator.state = rng["numpy"]
             if "learning" in rng:
-                self.policy.torch_rng.set_state(rng["learning"])
+                self.algorithm.torch_rng.set_state(rng["learning"])
 
     def state(self) -> dict[str, Any]:
         """Everything a resumed learner needs (see :meth:`_restore`)."""
         return {
             "algo_name": self.cfg.general.algo_name,
-            "policy": self.policy.state_dict(),
+            "policy": self.algorithm.state_dict(),
             "weights_version": self.weights_version,
             "counters": vars(self.counters).copy(),
             "rng": {
                 "torch": torch.get_rng_state(),
-                "numpy": self.policy.rng.bit_generator.state,
-                "learning": self.policy.torch_rng.get_state(),
+                "numpy": self.algorithm.rng.bit_generator.state,
+                "learning": self.algorithm.torch_rng.get_state(),
             },
         }
 
     @property
     def updates(self) -> int:
-        return self.policy.updates
+        return self.algorithm.updates
 
     def params_digest(self) -> str:
         digest = hashlib.sha256()
-        for tensor in self.policy.synced_tensors():
+        for tensor in self.algorithm.synced_tensors():
             digest.update(tensor.detach().cpu().numpy().tobytes())
         return digest.hexdigest()[:16]
 
@@ -177,18 +186,27 @@ class Learner:
         return ProcessGroup.address_here()
 
     def start(self, group_address: tuple[str, int] | None) -> None:
-        """Join the group (rank 0's state wins), fence versions with the DataServer, publish."""
+        """Join the group (rank 0's state wins), fence versions with the coordinator, publish."""
         if self.world_size > 1:
             assert group_address is not None
             self.group = ProcessGroup.join(
                 *group_address, rank=self.rank, world_size=self.world_size, device=self.device
             )
-            self.policy.join(DataParallel(self.rank, self.world_size))
+            self.algorithm.join(DataParallel(self.rank, self.world_size))
         where = Placement(f"learner {self.rank}", *node_here(), os.getpid())
         restored = Counters(**vars(self.counters))
-        started = self.data_server.learner_started(
+        started = self.coordinator.learner_started(
             self.rank, self.generation, restored, where
         ).result(timeout_s=CALL_SLACK_S)
+        peers: list[Any] = [*self.links.shards]
+        if self.links.queue is not None:
+            peers.append(self.links.queue)
+        for call in [peer.learner_started(self.generation) for peer in peers]:
+            try:
+                call.result(timeout_s=CALL_SLACK_S)
+            except RoleDied:  # a shard Ray restarts: its rounds start afresh anyway
+                if self.links.queue is not None:
+                    raise
         # Versions only grow: a restarted group publishes newer versions than any published.
         self.weights_version = max(self.weights_version, started.weights_version)
         self.counters = started.counters
@@ -198,8 +216,8 @@ class Learner:
 
     def publish_weights(self) -> None:
         self.weights_version += 1
-        call = self.data_server.publish_weights(self.policy.get_weights(), self.weights_version)
-        self.pending.add(call, "publish_weights")
+        call = self.coordinator.publish_weights(self.algorithm.get_weights(), self.weights_version)
+        self.pending.add(call)
 
     # ----- learning -----
     def train_step(self, wait_s: float) -> str:
@@ -212,56 +230,49 @@ class Learner:
             return self._train_off_policy(wait_s)
         return self._train_on_policy(wait_s)
 
-    def _request_round(self, wait_s: float) -> Any:
-        assert isinstance(self.needs, ReplayNeeds)
-        self.round_id += 1
-        rows = self.needs.batch_size // self.world_size
-        return self.data_server.sample_round(
-            self.rank, self.round_id, rows, MAX_UPDATES_PER_ROUND, wait_s
-        )
-
     def _train_off_policy(self, wait_s: float) -> str:
+        assert self.sampler is not None
+        self.sampler.check()
         t0 = time.monotonic()
-        if self.pending_round is None:
-            self.pending_round = self._request_round(wait_s)
-        grant = self.pending_round.result(timeout_s=wait_s + CALL_SLACK_S)
-        self.pending_round = None
+        shard, grant = self.sampler.next_round(wait_s)
         self.times.data_wait_s += time.monotonic() - t0
-        if grant.stop:
+        if self.sampler.all_stopped:
             return STOPPED
         if not grant.batches:
             return IDLE
-        self.pending_round = self._request_round(wait_s)  # fetched while we learn
         for batch in grant.batches:
-            self._learn(batch)
+            self._learn(batch, shard)
         return LEARNED
 
     def _train_on_policy(self, wait_s: float) -> str:
+        """One iteration; a round that did not come (deadline) is asked for again."""
+        assert self.links.queue is not None
         t0 = time.monotonic()
-        self.round_id += 1
-        call = self.data_server.take_rollouts(self.rank, self.round_id, wait_s)
+        call = self.links.queue.take_rollouts(
+            self.rank, self.round_id + 1, self.weights_version, wait_s
+        )
         grant = call.result(timeout_s=wait_s + CALL_SLACK_S)
         self.times.data_wait_s += time.monotonic() - t0
         if grant.stop:
             return STOPPED
         if grant.rollout is None:
             return IDLE
-        self._learn(grant.rollout)
+        self.round_id += 1
+        self._learn(grant.rollout, 0)
         return LEARNED
 
-    def _learn(self, batch: Batch) -> None:
+    def _learn(self, batch: Batch, shard: int) -> None:
         t0 = time.monotonic()
-        sync_before = self.policy.parallel.sync_s
-        result = self.policy.learn(batch)
-        sync = self.policy.parallel.sync_s - sync_before
+        sync_before = self.algorithm.parallel.sync_s
+        result = self.algorithm.learn(batch)
+        sync = self.algorithm.parallel.sync_s - sync_before
         self.times.sync_s += sync
         self.times.learn_s += time.monotonic() - t0 - sync
         if result.priorities is not None and isinstance(self.needs, ReplayNeeds):
-            if self.needs.prioritized:
-                call = self.data_server.update_priorities(
-                    batch[SLOTS], batch[GENERATIONS], result.priorities
+            if self.needs.prioritized and self.sampler is not None:
+                self.sampler.update_priorities(
+                    shard, batch[SLOTS], batch[GENERATIONS], result.priorities
                 )
-                self.pending.add(call, "update_priorities")
         for key, value in result.metrics.items():
             self.metric_sums[key] += value
         self.metric_count += 1
@@ -281,13 +292,13 @@ class Learner:
         metrics: dict[str, float] = {}
         if self.rank == 0 and self.metric_count:
             metrics = {k: v / self.metric_count for k, v in self.metric_sums.items()}
-            metrics.update(self.policy.exploration_stats(self.counters.env_steps))
+            metrics.update(self.algorithm.exploration_stats(self.counters.env_steps))
         times = LearnerTimes(
             **{k: v - getattr(self.reported_times, k) for k, v in vars(self.times).items()}
         )
         self.reported_times = LearnerTimes(**vars(self.times))
         report = LearnerReport(self.rank, self.updates, metrics, times)
-        counters = self.data_server.report_learner(report).result(timeout_s=CALL_SLACK_S)
+        counters = self.coordinator.report_learner(report).result(timeout_s=CALL_SLACK_S)
         self.counters = Counters(counters.env_steps, counters.episodes, self.updates)
         self.metric_sums.clear()
         self.metric_count = 0
@@ -298,26 +309,28 @@ class Learner:
             updates=self.updates,
             counters=Counters(**vars(self.counters)),
             state=state_to_bytes(self.state()),
-            weights=self.policy.get_weights(),
+            weights=self.algorithm.get_weights(),
             evaluate=evaluate,
         )
 
     def checkpoint(self, *, evaluate: bool) -> None:
-        """Hand a checkpoint to the driver (through the DataServer); never waits for its eval."""
+        """Put a checkpoint in the object store and hand its reference to the coordinator,
+        for the driver; never waits for its evaluation."""
         t0 = time.monotonic()
         self.report()
-        call = self.data_server.submit_checkpoint(self.make_checkpoint(evaluate=evaluate))
-        self.pending.add(call, "submit_checkpoint")
-        self.times.eval_s += time.monotonic() - t0
+        checkpoint = self.make_checkpoint(evaluate=evaluate)
+        ref = CheckpointRef(checkpoint.updates, self.links.store.put(checkpoint), evaluate)
+        self.pending.add(self.coordinator.submit_checkpoint(ref))
+        self.times.checkpoint_s += time.monotonic() - t0
 
     # ----- the loop -----
     def run(self, group_address: tuple[str, int] | None = None) -> LearnerResult:
-        """Learn until the DataServer says stop; rank 0 returns the final checkpoint."""
+        """Learn until the data plane says stop; rank 0 returns the final checkpoint."""
         try:
             self.start(group_address)
             while self.train_step(WAIT_S) != STOPPED:
                 pass
-        except RoleDied as exc:  # the DataServer is gone: stop here and keep what we learned
+        except RoleDied as exc:  # the coordinator is gone: stop here and keep what we learned
             return self.finish(lost=str(exc))
         return self.finish()
 
@@ -325,9 +338,8 @@ class Learner:
         """Settle the calls in flight; rank 0 makes the final checkpoint."""
         if lost is None:
             self.pending.drain(timeout_s=CALL_SLACK_S)
-            if self.pending_round is not None:  # granted at the stop, never learned from
-                self.pending_round.result(timeout_s=CALL_SLACK_S)
-                self.pending_round = None
+            if self.sampler is not None:
+                self.sampler.settle()
             self.report()
         final = self.make_checkpoint(evaluate=False) if self.rank == 0 else None
         if self.group is not None:

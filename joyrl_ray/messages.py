@@ -1,10 +1,11 @@
 """What the roles send each other: one dataclass per message.
 
-Workers push :class:`WorkerReport` with their data and get a :class:`PushAck` back;
-learners send :class:`LearnerReport` and :class:`CheckpointReport`; the driver drains
-everything as :class:`Reports`. They live together in this one module (numpy only)
-because the DataServer process unpickles them and must not import torch, which the
-modules that produce most of them (worker, learner) do.
+Workers send a :class:`WorkerReport` to the coordinator and their rows to the data plane,
+and get a :class:`PushAck` and an :class:`InsertAck` back; learners send
+:class:`LearnerReport` and hand checkpoints over as a :class:`CheckpointRef`; the driver
+drains everything as :class:`Reports`. They live together in this one module (numpy only)
+because the coordinator and the data plane unpickle them and must not import torch, which
+the modules that produce most of them (worker, learner) do.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-Trajectory = dict[str, np.ndarray]
+from joyrl_ray.trajectories import Trajectory
 
 
 @dataclass
@@ -60,9 +61,9 @@ class EpisodeReport:
 class EpisodeColumns:
     """The episodes a worker ended since its last push, one array per field.
 
-    A chunk of short episodes ends hundreds of them: as columns they pickle in a few
-    microseconds, where as many :class:`EpisodeReport` objects took a millisecond of the
-    worker's time per push. The DataServer turns them into reports.
+    A chunk of short episodes ends hundreds of them: columns pickle in microseconds, where
+    one object per episode would cost the worker far more per push. The coordinator turns
+    them into reports.
     """
 
     returns: np.ndarray  # float64, raw env rewards
@@ -136,13 +137,13 @@ class LearnerTimes:
     learn_s: float = 0.0  # computing updates (gradient sync excluded)
     data_wait_s: float = 0.0  # waiting for batches or rollouts
     sync_s: float = 0.0  # averaging gradients with the other learners
-    eval_s: float = 0.0  # handing checkpoints over for evaluation (never evaluating itself)
+    checkpoint_s: float = 0.0  # serializing checkpoints and handing them over
 
     def add(self, other: LearnerTimes) -> None:
         self.learn_s += other.learn_s
         self.data_wait_s += other.data_wait_s
         self.sync_s += other.sync_s
-        self.eval_s += other.eval_s
+        self.checkpoint_s += other.checkpoint_s
 
 
 @dataclass
@@ -170,12 +171,22 @@ class Frames:
 
 @dataclass
 class PushAck:
-    """The DataServer's answer to a push or a wait."""
+    """The coordinator's answer to a worker's report or wait (``throttled`` filled in from
+    the worker's shard)."""
 
     stop: bool
     throttled: bool  # the learner trails the update-to-data ratio: wait before the next push
     env_steps: int  # global env steps
     weights: Weights | None = None  # newer weights than the worker holds, if any
+
+
+@dataclass
+class InsertAck:
+    """A data-plane actor's answer to an insert or a wait for room."""
+
+    shard: int
+    rows: int  # rows stored
+    throttled: bool  # the learner trails this shard's ratio: wait before the next insert
 
 
 @dataclass
@@ -231,8 +242,18 @@ class CheckpointReport:
 
 
 @dataclass
+class CheckpointRef:
+    """A checkpoint in the object store: the coordinator passes on only this reference."""
+
+    updates: int
+    box: list[Any]  # holds a :class:`CheckpointReport`
+    evaluate: bool
+
+
+@dataclass
 class WaitState:
-    """What a role is blocked on inside the DataServer, and since when (monotonic s)."""
+    """What a role is blocked on inside the coordinator or a data-plane actor, and since
+    when (monotonic s)."""
 
     what: str
     since: float
@@ -244,7 +265,7 @@ class Reports:
 
     episodes: list[EpisodeReport]
     learner: list[LearnerReport]
-    checkpoints: list[CheckpointReport]
+    checkpoints: list[CheckpointRef]
     trajectories: list[Trajectory]
     env_errors: list[str]
     placements: list[Placement]

@@ -20,25 +20,22 @@ DEFAULT_LIMIT = 16
 class PendingCalls:
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         self.limit = limit
-        self.calls: deque[tuple[Call[Any], str]] = deque()
+        self.calls: deque[Call[Any]] = deque()
 
-    def add(self, call: Call[Any], what: str) -> None:
-        self.calls.append((call, what))
+    def add(self, call: Call[Any]) -> None:
+        self.calls.append(call)
         while len(self.calls) > self.limit:
-            oldest, _ = self.calls.popleft()
-            oldest.result(timeout_s=60)
+            self.calls.popleft().result(timeout_s=60)
 
     def check(self) -> None:
         """Raise the error of the first answered call that failed; forget answered ones."""
-        while self.calls and self.calls[0][0].done():
-            call, _ = self.calls.popleft()
-            call.result()
+        while self.calls and self.calls[0].done():
+            self.calls.popleft().result()
 
     def drain(self, timeout_s: float) -> None:
         """Wait for every call; raise the first error."""
         while self.calls:
-            call, _ = self.calls.popleft()
-            call.result(timeout_s=timeout_s)
+            self.calls.popleft().result(timeout_s=timeout_s)
 
     def __len__(self) -> int:
         return len(self.calls)

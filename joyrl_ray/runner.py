@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from joyrl_ray.bottleneck import describe as describe_bottleneck
 from joyrl_ray.bottleneck import judge
 from joyrl_ray.checkpoint import CheckpointStore
 from joyrl_ray.config import ConfigError, RunConfig
-from joyrl_ray.data_server import StopRule
+from joyrl_ray.control.coordinator import CoordinatorStats, StopRule
 from joyrl_ray.driver import DriveOutcome, Driver
 from joyrl_ray.figures import save_reward_figures
 from joyrl_ray.handles import RoleError
@@ -42,16 +43,24 @@ from joyrl_ray.placement import (
     placement_line,
     placement_summary,
 )
+from joyrl_ray.planes import PlaneSetup, split_shard_states
 from joyrl_ray.ray_cluster import ClusterError, RaySession, job_notes, start_session
-from joyrl_ray.recorder import Recorder
-from joyrl_ray.runtimes import LearnerSetup, LocalRuntime, RayRuntime, RoleResults
+from joyrl_ray.recorder import Recorder, update_unit
+from joyrl_ray.runtimes import (
+    DataPlaneStats,
+    LearnerSetup,
+    LocalRuntime,
+    RayRuntime,
+    RoleResults,
+    Runtime,
+)
 from joyrl_ray.task_dir import TaskDir, create_task_dir
 from joyrl_ray.video import record_video
 
 EXIT_OK = 0
 # Stops that a resume from the last checkpoint gets past (an env that fails, or workers that
 # cannot start, would fail again: no resume command for those).
-RESUMABLE_STOPS = ("data_server_failed", "learner_failed", "stalled", "interrupted")
+RESUMABLE_STOPS = ("coordinator_failed", "learner_failed", "stalled", "interrupted")
 
 
 @dataclass
@@ -67,6 +76,23 @@ def _check_spaces(cfg: RunConfig, spaces: Any) -> None:
         policy_cls.check_spaces(*spaces)
     except ValueError as exc:
         raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name} {exc}") from None
+
+
+def _check_saved_shards(cfg: RunConfig, start: modes.Start) -> None:
+    """A kept replay goes back into as many shards as it was saved from."""
+    general = cfg.general
+    if not (start.resume and general.save_buffer):
+        return
+    saved = modes.saved_buffer(start)
+    if saved is None:
+        return
+    count = len(split_shard_states(saved))
+    if count != general.n_replay_shards:
+        raise ConfigError(
+            f"general_cfg.n_replay_shards={general.n_replay_shards}, but the replay saved in "
+            f"{start.source} has {count} shard(s); allowed: {count} (or "
+            "general_cfg.save_buffer=false to start with an empty replay)"
+        )
 
 
 def run(
@@ -89,6 +115,7 @@ def run(
         spaces = probe_env(cfg.env, max_episode_steps=general.max_step)
         _check_spaces(cfg, spaces)
         start = modes.prepare(cfg, spaces)
+        _check_saved_shards(cfg, start)
         cfg = start.cfg
         if session is not None:
             start.notes.extend(job_notes(cfg.general.tasks_dir))
@@ -115,25 +142,35 @@ def run(
             session.close()
 
 
-def _server_kwargs(cfg: RunConfig, counters: Counters | None, buffer: Any) -> dict[str, Any]:
+def plane_setup(cfg: RunConfig, counters: Counters | None, buffer: Any) -> PlaneSetup:
+    """What the coordinator and the data plane start from (``buffer``: a saved replay)."""
     general = cfg.general
     train = general.mode == "train"
     needs = get_algorithm(general.algo_name).policy_cls.data_needs(cfg.algo) if train else None
-    return {
-        "stop_rule": StopRule(
+    return PlaneSetup(
+        stop_rule=StopRule(
             max_env_steps=general.max_env_steps if train else -1,
             max_episode=general.max_episode,
             max_env_errors_per_1000=general.max_env_errors_per_1000,
             env_error_window_steps=general.env_error_window_steps,
         ),
-        "needs": needs,
-        "n_workers": general.n_workers,
-        "n_learners": general.n_learners if train else 1,
-        "learner_lag_tolerance": general.learner_lag_tolerance,
-        "counters": counters,
-        "seed": general.seed or None,
-        "buffer_state": buffer,
-    }
+        needs=needs,
+        n_workers=general.n_workers,
+        n_learners=general.n_learners if train else 1,
+        n_shards=general.n_replay_shards,
+        learner_lag_tolerance=general.learner_lag_tolerance,
+        counters=counters,
+        seed=general.seed or None,
+        buffer_states=list(split_shard_states(buffer)) if buffer is not None else [],
+    )
+
+
+@dataclass
+class PlaneStats:
+    """The coordinator's and the data plane's closing figures."""
+
+    coordinator: CoordinatorStats
+    data: DataPlaneStats | None
 
 
 def _run_in(
@@ -163,6 +200,9 @@ def _run_in(
         history=history,
         n_workers=general.n_workers,
         n_learners=general.n_learners if train else 0,
+        update_unit=update_unit(
+            get_algorithm(general.algo_name).policy_cls.data_needs(cfg.algo) if train else None
+        ),
     )
     try:
         recorder.log(
@@ -239,19 +279,22 @@ def _drive(
     if train:
         state = start.checkpoint_bytes() if start.resume else None
         setup = LearnerSetup(spaces, state, lambda: driver.latest_state if driver else None)
-    server_kwargs = _server_kwargs(cfg, counters, buffer)
+    planes = plane_setup(cfg, counters, buffer)
     nodes_line = "one process"
+    runtime: Runtime
     if session is None:
-        runtime: LocalRuntime | RayRuntime = LocalRuntime(cfg, server_kwargs, setup, spaces)
+        runtime = LocalRuntime(cfg, planes, setup, spaces)
     else:
         nodes_line = describe(alive_nodes())
-        runtime = RayRuntime(cfg, server_kwargs, setup, spaces, requests)
+        runtime = RayRuntime(cfg, planes, setup, spaces, requests)
     freeze_startup_heap()  # the driver's own libraries and roles are all loaded by now
     try:
         if not train:  # workers act with the checkpoint's weights
-            runtime.data_server.publish_weights(start.policy.get_weights(), 1).result(60)
+            runtime.coordinator.publish_weights(start.policy.get_weights(), 1).result(60)
         best = max((e["return_mean"] for e in recorder.eval_history), default=-math.inf)
-        n_roles = 1 + general.n_workers + (general.n_learners if train else 0)  # 1: DataServer
+        # The coordinator, the data plane, the workers and the learners.
+        n_roles = 1 + len(runtime.data_plane) + general.n_workers
+        n_roles += general.n_learners if train else 0
 
         def announce_placement(placements: dict[str, Placement]) -> None:
             line = placement_line(nodes_line, placements)
@@ -274,16 +317,21 @@ def _drive(
         runtime.shutdown()
 
 
-def _server_stats(driver: Driver, runtime: LocalRuntime | RayRuntime, recorder: Recorder) -> Any:
-    """The DataServer's closing stats; None when it died (then the summary goes without)."""
+def _server_stats(driver: Driver, runtime: Runtime, recorder: Recorder) -> PlaneStats | None:
+    """The closing stats; None when the coordinator died (the summary goes without)."""
     if not driver.server_alive:
         return None
     try:
-        runtime.data_server.finish().result(60)
-        return runtime.data_server.stats().result(60)
+        coordinator = runtime.coordinator.stats().result(60)
     except RoleError as exc:  # it died after the run's end: the run's results stand
-        recorder.log(f"the DataServer died at the end of the run: {exc}")
+        recorder.log(f"the coordinator died at the end of the run: {exc}")
         return None
+    try:
+        data = runtime.data_plane_stats()
+    except RoleError as exc:
+        recorder.log(f"the data plane's stats are missing: {exc}")
+        data = None
+    return PlaneStats(coordinator, data)
 
 
 def _summary(
@@ -291,7 +339,7 @@ def _summary(
     recorder: Recorder,
     outcome: DriveOutcome,
     results: RoleResults,
-    server: Any,
+    planes: PlaneStats | None,
     started_at: float,
     start: modes.Start,
 ) -> dict[str, Any]:
@@ -307,6 +355,8 @@ def _summary(
     run_s = None
     if outcome.first_data_at is not None:
         run_s = (outcome.stopped_at or now) - outcome.first_data_at
+    coordinator = planes.coordinator if planes else None
+    data = planes.data if planes else None
     learners = results.learner_stats()
     workers_t, learners_t = recorder.worker_times, recorder.learner_times
     n_learners = general.n_learners if train else 0
@@ -333,7 +383,7 @@ def _summary(
         "updates": counters["updates"],
         "wall_time_s": round(wall, 3),
         "started_at": round(started_at, 3),  # epoch seconds; eval wall times count from here
-        "stop_reason": outcome.stop_reason or (server.stop_reason if server else None),
+        "stop_reason": outcome.stop_reason or (coordinator.stop_reason if coordinator else None),
         "error": outcome.error,
         "resumed_from": str(start.source) if start.source is not None and train else None,
         "loaded_checkpoint": str(start.checkpoint_file) if start.checkpoint_file else None,
@@ -357,23 +407,29 @@ def _summary(
             "learner_learning": round(learners_t.learn_s, 3),
             "learner_data_wait": round(learners_t.data_wait_s, 3),
             "learner_sync": round(learners_t.sync_s, 3),
-            "learner_eval": round(learners_t.eval_s, 3),
-            "data_server_busy": server.busy_s if server else None,
+            "learner_checkpoint": round(learners_t.checkpoint_s, 3),
+            "data_server_busy": data.busy_s if data else None,
+            "coordinator_busy": coordinator.busy_s if coordinator else None,
         },
         "learners": [vars(s) | {"times": vars(s.times)} for s in learners],
     }
     if learners:
         summary["device"] = learners[0].device
         summary["learner_seconds"] = learner_seconds(learners)
-    if server is not None:
+    if coordinator is not None:
+        dropped = Counter(coordinator.transitions_dropped)
+        if data is not None:
+            dropped.update(data.transitions_dropped)
+            dropped["lost_with_shard"] += held_by_lost_shards(coordinator, data)
         summary.update(
-            transitions_collected=server.transitions_collected,
-            transitions_stored=server.transitions_stored,
-            transitions_dropped=server.transitions_dropped,
-            weights_versions=server.weights_versions,
-            weights_rejected=server.weights_rejected,
-            episodes_dropped=server.episodes_dropped,
-            buffer=server.buffer,
+            transitions_collected=coordinator.transitions_collected,
+            transitions_stored=data.transitions_stored if data else 0,
+            transitions_dropped={k: v for k, v in dropped.items() if v},
+            weights_versions=coordinator.weights_versions,
+            weights_rejected=coordinator.weights_rejected,
+            episodes_dropped=coordinator.episodes_dropped,
+            buffer=data.buffer if data else {},
+            replay_shards=data.shards if data else [],
         )
     if not train:
         summary.update(
@@ -391,6 +447,16 @@ def _summary(
     if train and summary["stop_reason"] in RESUMABLE_STOPS:
         summary["resume_command"] = resume_command(recorder.task.root)
     return summary
+
+
+def held_by_lost_shards(coordinator: CoordinatorStats, data: DataPlaneStats) -> int:
+    """Rows replay shards held when they died: what their workers sent them, less what the
+    restarted shards hold and dropped themselves."""
+    lost = 0
+    for shard in data.shards:
+        sent = coordinator.rows_sent.get(shard["shard"], 0)
+        lost += max(sent - shard["stored"] - shard["dropped"], 0)
+    return lost
 
 
 def resume_command(task_root: Path) -> str:

@@ -1,36 +1,37 @@
 """The two backends: the same roles as plain objects in one process, or as Ray actors.
 
-Both expose the typed clients of the roles the driver talks to (``data_server``,
-``evaluator``), ``advance(timeout_s)`` (make progress and return what happened to the
-roles since the last call), ``finished`` and ``shutdown()``. The driver loop in
-:mod:`joyrl_ray.runner` does not know which backend it drives.
+Both implement :class:`Runtime`, the one interface the driver loop (:mod:`joyrl_ray.driver`)
+talks to: the coordinator's client, the data plane's placements, waits, replay contents
+and stats, ``advance(timeout_s)`` (make progress and return what happened to the roles
+since the last call), ``finished`` and ``shutdown()``.
 
 On Ray, the runtime is also where roles are kept healthy (as RLlib's actor manager does):
 each worker has its own restart budget (Ray restarts the process, the runtime resubmits
-its loop; past the budget it is dropped and the run goes on without it), and the learner
-group is restarted as a whole, from the driver's last checkpoint, when any learner dies.
+its loop; past the budget it is dropped and the run goes on without it), the learner
+group is restarted as a whole, from the driver's last checkpoint, when any learner dies,
+and Ray restarts a replay shard that died, empty.
 """
 
 from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
+import numpy as np
 
-from joyrl_ray.clients import DataServerClient, EvaluatorClient, LearnerClient, WorkerClient
+from joyrl_ray.clients import EvaluatorClient, LearnerClient, WorkerClient
 from joyrl_ray.config import RunConfig
-from joyrl_ray.data_server import DataServer
-from joyrl_ray.evaluator import OnlineEvaluator
+from joyrl_ray.evaluator import EvalResult, OnlineEvaluator
 from joyrl_ray.handles import (
     Call,
     LocalHandle,
     LocalStore,
+    ObjectStore,
     RayCall,
     RayHandle,
     RayStore,
@@ -42,6 +43,7 @@ from joyrl_ray.handles import (
     first_line,
 )
 from joyrl_ray.learner import Learner, LearnerResult, LearnerStats
+from joyrl_ray.messages import Placement, WaitState
 from joyrl_ray.placement import (
     Requests,
     actor_options,
@@ -50,11 +52,20 @@ from joyrl_ray.placement import (
     wait_for_death,
     worker_strategy,
 )
+from joyrl_ray.plane_clients import (
+    CoordinatorClient,
+    DataPlaneClient,
+    DataServerClient,
+    LearnerLinks,
+    RolloutQueueClient,
+)
+from joyrl_ray.planes import LocalPlanes, PlaneSetup, RayPlanes
 from joyrl_ray.worker import Worker, WorkerStats
 
 Spaces = tuple[gym.Space, gym.Space]
 PLACEMENT_TIMEOUT_S = 60.0
 NODE_DEATH_WAIT_S = 90.0  # Ray's node health checks: 5 misses, 3 s apart, 10 s timeouts
+CALL_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -87,31 +98,150 @@ class RoleResults:
         return [r.stats for _, r in sorted(self.learners.items())]
 
 
-class LocalRuntime:
+@dataclass
+class DataPlaneStats:
+    """The data plane's closing figures, summed over its actors (and each shard's)."""
+
+    transitions_stored: int
+    transitions_dropped: dict[str, int]
+    priorities_applied: int
+    buffer: dict[str, float]
+    busy_s: float
+    shards: list[dict[str, Any]]
+
+
+class Runtime(Protocol):
+    """What the driver asks of a backend."""
+
+    coordinator: CoordinatorClient
+    data_plane: list[DataPlaneClient]
+    evaluator: EvaluatorClient | None
+    store: ObjectStore
+    results: RoleResults
+    finished: bool
+
+    def advance(self, timeout_s: float) -> RoleEvents: ...
+
+    def evaluate(
+        self, weights: dict[str, np.ndarray], updates: int, env_steps: int
+    ) -> Call[EvalResult]: ...
+
+    def data_plane_placements(self) -> list[Placement]: ...
+
+    def data_plane_waits(self) -> dict[str, WaitState]: ...
+
+    def buffer_states(self) -> list[dict[str, np.ndarray]]: ...
+
+    def data_plane_stats(self) -> DataPlaneStats: ...
+
+    def shutdown(self) -> None: ...
+
+
+class _DataPlaneCalls:
+    """The driver's calls into the data plane and the evaluator, the same on both backends."""
+
+    data_plane: list[DataPlaneClient]
+    evaluator: EvaluatorClient | None
+
+    def evaluate(
+        self, weights: dict[str, np.ndarray], updates: int, env_steps: int
+    ) -> Call[EvalResult]:
+        assert self.evaluator is not None
+        call = self.evaluator.evaluate(weights, updates, env_steps)
+        self._watch(call)
+        return call
+
+    def _watch(self, call: Call[Any]) -> None:
+        """The runtime's ``advance`` also wakes when ``call`` answers (Ray only)."""
+
+    def data_plane_placements(self) -> list[Placement]:
+        """Where the data plane's actors run (those that answer)."""
+        placements = []
+        for call in [actor.where() for actor in self.data_plane]:
+            try:
+                placements.append(call.result(CALL_TIMEOUT_S))
+            except RoleError:
+                continue
+        return placements
+
+    def data_plane_waits(self) -> dict[str, WaitState]:
+        waits: dict[str, WaitState] = {}
+        for actor in self.data_plane:
+            try:
+                waits.update(actor.waiting_roles().result(CALL_TIMEOUT_S))
+            except RoleError:  # a shard being restarted waits for nothing
+                continue
+        return waits
+
+    def buffer_states(self) -> list[dict[str, np.ndarray]]:
+        """Every replay shard's contents (a dead shard raises: its replay is gone)."""
+        calls = [a.buffer_state() for a in self.data_plane if isinstance(a, DataServerClient)]
+        return [call.result(CALL_TIMEOUT_S) for call in calls]
+
+    def data_plane_stats(self) -> DataPlaneStats:
+        stored, priorities, busy = 0, 0, 0.0
+        dropped: dict[str, int] = {}
+        buffer: dict[str, float] = {}
+        shards: list[dict[str, Any]] = []
+        for actor in self.data_plane:
+            if isinstance(actor, RolloutQueueClient):
+                actor.finish().result(CALL_TIMEOUT_S)
+                q = actor.stats().result(CALL_TIMEOUT_S)
+                stored, busy = stored + q.transitions_stored, busy + q.busy_s
+                for k, v in q.transitions_dropped.items():
+                    dropped[k] = dropped.get(k, 0) + v
+                continue
+            s = actor.stats().result(CALL_TIMEOUT_S)
+            stored, busy = stored + s.transitions_stored, busy + s.busy_s
+            priorities += s.priorities_applied
+            for k, v in s.transitions_dropped.items():
+                dropped[k] = dropped.get(k, 0) + v
+            for k, x in s.buffer.items():
+                buffer[k] = buffer.get(k, 0.0) + x
+            shards.append(
+                {
+                    "shard": s.shard,
+                    "stored": s.transitions_stored,
+                    "dropped": sum(s.transitions_dropped.values()),
+                    "priorities_applied": s.priorities_applied,
+                    "busy_s": s.busy_s,
+                }
+            )
+        return DataPlaneStats(stored, dropped, priorities, buffer, round(busy, 3), shards)
+
+
+class LocalRuntime(_DataPlaneCalls):
     """``mp_backend: single``: workers, learner and evaluator take turns in this process."""
 
     def __init__(
         self,
         cfg: RunConfig,
-        server_kwargs: dict[str, Any],
+        setup: PlaneSetup,
         learner: LearnerSetup | None,
         spaces: Spaces,
     ) -> None:
         general = cfg.general
-        store = LocalStore()
-        self.server = DataServer(**server_kwargs, store=store)
-        self.data_server = DataServerClient(LocalHandle(self.server, "DataServer"))
+        self.store: ObjectStore = LocalStore()
+        self.planes = LocalPlanes(setup, self.store)
+        self.data_plane = self.planes.data_plane
+        self.server = self.planes.server
+        self.coordinator = self.planes.coordinator
+        shards, queue = self.planes.shards, self.planes.queue
         self.learner = None
         if learner is not None:
+            links = LearnerLinks(self.coordinator, shards, queue, self.store)
             self.learner = Learner(
                 cfg,
-                self.data_server,
+                links,
                 learner.spaces,
                 start_state=learner.start_state,
                 threads=max(1, int(general.learner_num_cpus)),
             )
             self.learner.start(None)
-        self.workers = [Worker(i, cfg, self.data_server, store) for i in range(general.n_workers)]
+        self.workers = [
+            Worker(i, cfg, self.planes.link(i), self.store)
+            for i in range(general.n_workers)
+        ]
         for worker in self.workers:
             worker.start()
         self.evaluator: EvaluatorClient | None = None
@@ -126,7 +256,7 @@ class LocalRuntime:
         self._failed = False  # a role raised: its state is not to be trusted
         self._news_seen = 0
 
-    def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
+    def advance(self, timeout_s: float) -> RoleEvents:
         """Give every role turns for ``timeout_s``; a role that raises ends the run, as on Ray."""
         events = RoleEvents()
         deadline = time.monotonic() + timeout_s
@@ -172,13 +302,13 @@ class LocalRuntime:
             self._online_evaluator.close()
 
 
-class RayRuntime:
+class RayRuntime(_DataPlaneCalls):
     """``mp_backend: ray``: every role an actor, each running its own loop."""
 
     def __init__(
         self,
         cfg: RunConfig,
-        server_kwargs: dict[str, Any],
+        setup: PlaneSetup,
         learner: LearnerSetup | None,
         spaces: Spaces,
         requests: Requests,
@@ -188,22 +318,17 @@ class RayRuntime:
         self.ray = ray
         self.cfg = cfg
         general = cfg.general
-        name = f"joyrl-data-server-{uuid.uuid4().hex[:12]}"
-        concurrency = general.n_workers * (general.max_pushes_in_flight + 2)
-        concurrency += 4 * general.n_learners + 8
-        self.server_actor = (
-            ray.remote(DataServer)
-            .options(
-                num_cpus=0,
-                max_concurrency=concurrency,
-                name=name,
-                **data_server_options(general),
-            )
-            .remote(**server_kwargs, store=RayStore())
+        self.store: ObjectStore = RayStore()
+        self.planes = RayPlanes(
+            setup,
+            max_pushes_in_flight=general.max_pushes_in_flight,
+            options=data_server_options(general),
         )
-        self.data_server = DataServerClient(
-            RayHandle("DataServer", name=name, actor=self.server_actor)
-        )
+        self.plane_actors = self.planes.actors
+        self.data_plane = self.planes.data_plane
+        self.coordinator_actor = self.planes.coordinator_actor
+        self.coordinator = self.planes.coordinator
+        self.links = self.planes.learner_links()
         self.requests = requests
         self.learner_setup = learner
         self.results = RoleResults()
@@ -226,23 +351,20 @@ class RayRuntime:
             scheduling_strategy=worker_strategy(general),
         )
         self.workers = [
-            worker_cls.remote(i, cfg, self.data_server, RayStore())
+            worker_cls.remote(i, cfg, self.planes.link(i), RayStore())
             for i in range(general.n_workers)
         ]
         for i, actor in enumerate(self.workers):
             self._submit(WorkerClient(RayHandle(f"worker {i}", actor=actor)).run(), "worker", i)
         if learner is not None:  # workers and learners start side by side, neither waits
             self._run_learners()
-        # The online evaluator lives in this (the driver's) process, on a thread of its own.
-        # An actor would be one more process importing torch while the workers and learners
-        # start theirs: on 2 cores that delayed the first data by about a second, and an
-        # evaluator started later was still starting when PPO's first checkpoints came (it
-        # then skipped the one that solved CartPole). Here torch is imported already, the
-        # checkpoints' weights are here already, and the evaluator sits beside the driver,
-        # which feeds it.
+        # The online evaluator lives in the driver's process, on a thread of its own: torch
+        # is imported there already, the checkpoints' weights arrive there, and no extra
+        # process competes with the workers and learners while they start.
         self.evaluator: EvaluatorClient | None = None
         self._evaluator_thread: ThreadHandle | None = None
-        # The DataServer's answer once a checkpoint or the stop comes (see advance).
+        self._evaluating: Call[Any] | None = None
+        # The coordinator's answer once a checkpoint or the stop comes (see advance).
         self._news: Call[int] | None = None
         self._news_seen = 0
         self._news_ok = True
@@ -250,6 +372,9 @@ class RayRuntime:
             self._evaluator_thread = ThreadHandle(OnlineEvaluator(cfg, spaces), "Evaluator")
             self.evaluator = EvaluatorClient(self._evaluator_thread)
         self.finished = False
+
+    def _watch(self, call: Call[Any]) -> None:
+        self._evaluating = call
 
     # ----- roles -----
     def _submit(self, call: Call[Any], role: str, index: int) -> None:
@@ -287,7 +412,7 @@ class RayRuntime:
             )
             .remote(
                 self.cfg,
-                self.data_server,
+                self.links,
                 self.learner_setup.spaces,
                 rank=rank,
                 world_size=world,
@@ -338,8 +463,8 @@ class RayRuntime:
             events.failure_reason = "learner_failed"
 
     def _worker_died(self, index: int, error: RoleDied, events: RoleEvents) -> None:
-        """Ray restarts a dead worker and retries its loop by itself (the DataServer counts the
-        restart when it registers again); this error means it is gone for good."""
+        """Ray restarts a dead worker and retries its loop by itself (the coordinator counts
+        the restart when it registers again); this error means it is gone for good."""
         init_error = _init_error(error)
         if init_error is not None:  # Ray does not restart an actor whose constructor raised
             why = f"could not start: {init_error}"
@@ -349,7 +474,10 @@ class RayRuntime:
         events.log.append(f"worker {index} {why}; the run goes on without it")
         self.drop_reasons[index] = why
         self.results.workers_dropped.append(index)
-        self.results.steps_lost_with_workers += self.data_server.drop_worker(index).result(30)
+        self.results.steps_lost_with_workers += self.coordinator.drop_worker(index).result(30)
+        for actor in self.data_plane:
+            if isinstance(actor, RolloutQueueClient):
+                actor.drop_worker(index).result(30)
         if len(self.drop_reasons) == self.cfg.general.n_workers:
             # One line for the run's end: what became of the workers, alike reasons merged.
             by_reason: dict[str, list[str]] = {}
@@ -361,16 +489,18 @@ class RayRuntime:
             )
             events.failure_reason = "no_workers_left"
 
-    def advance(self, timeout_s: float, wake_on: Call[Any] | None = None) -> RoleEvents:
-        """Wait up to ``timeout_s`` for a role to end, for ``wake_on`` to answer or for news
-        for the driver (a checkpoint, the stop); handle what ended."""
+    def advance(self, timeout_s: float) -> RoleEvents:
+        """Wait up to ``timeout_s`` for a role to end, for the evaluation running to answer
+        or for news for the driver (a checkpoint, the stop); handle what ended."""
         events = RoleEvents()
         if not self.runs:
             self.finished = True
             return events
         refs = {call.ref: call for call in self.runs}
         watched = [call.completion for call in self.runs]
-        for call in (wake_on, self._news_call(timeout_s)):
+        if self._evaluating is not None and self._evaluating.done():
+            self._evaluating = None
+        for call in (self._evaluating, self._news_call(timeout_s)):
             if isinstance(call, RayCall | ThreadCall):
                 watched.append(call.completion)
         futures.wait(watched, timeout=timeout_s, return_when=futures.FIRST_COMPLETED)
@@ -398,19 +528,19 @@ class RayRuntime:
         return events
 
     def _news_call(self, timeout_s: float) -> Call[int] | None:
-        """The pending ``wait_for_news`` call to the DataServer, asked again once answered."""
+        """The pending ``wait_for_news`` call to the coordinator, asked again once answered."""
         if self._news is not None and self._news.done():
             try:
                 self._news_seen = self._news.result(timeout_s=0)
-            except RoleError:  # the DataServer is gone: the driver's next drain says so
+            except RoleError:  # the coordinator is gone: the driver's next drain says so
                 self._news_ok = False
             self._news = None
         if self._news is None and self._news_ok:
-            self._news = self.data_server.wait_for_news(self._news_seen, timeout_s)
+            self._news = self.coordinator.wait_for_news(self._news_seen, timeout_s)
         return self._news
 
     def shutdown(self) -> None:
-        for actor in [*self.workers, *self.learners, self.server_actor]:
+        for actor in [*self.workers, *self.learners, self.coordinator_actor, *self.plane_actors]:
             self.ray.kill(actor, no_restart=True)
         if self._evaluator_thread is not None:  # its envs close after the evaluation running
             self._evaluator_thread.close(last="close", interrupt="interrupt", join_s=10.0)

@@ -3,18 +3,19 @@
 Per vector step it does one policy forward and one env step and writes what they return
 into the chunk's ``[time, env]`` columns; ``next_obs``, episode returns (as columns) and
 trajectories are built once per chunk (``_take_chunk``). Off-policy, each chunk of
-``worker_chunk_steps`` steps is n-step folded and pushed, with at most
-``max_pushes_in_flight`` pushes unacknowledged (a slow DataServer slows the worker instead
-of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
+``worker_chunk_steps`` steps is n-step folded and pushed to the worker's replay shard
+(worker ``k``: shard ``k mod n_replay_shards``) while its report goes to the coordinator,
+with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard slows the worker
+instead of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
 one weights version, after which the worker waits for the next version. The acks carry
 the newest weights when they are newer than the worker's, so a publish costs a worker one
 object fetch and no extra call.
 
-A worker never polls: when it must wait (throttled, or waiting for weights) it blocks in
-the DataServer until the wait is over. An exception from an env's ``reset`` or ``step``
-does not end the run: the env is rebuilt and collection goes on; the steps taken before
-the error are kept off-policy and dropped (and counted) on-policy, see
-``_recover_from_env_error`` (an env that keeps failing stops the run).
+A worker never polls: when it must wait it blocks in its shard (throttled) or in the
+coordinator (waiting for weights) until the wait is over. An exception from an env's
+``reset`` or ``step`` does not end the run: the env is rebuilt and collection goes on;
+the steps taken before the error are kept off-policy and dropped (and counted)
+on-policy, see ``_recover_from_env_error`` (an env that keeps failing stops the run).
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ from joyrl_ray.placement import node_here
 from joyrl_ray.seeding import derive_seed
 
 if TYPE_CHECKING:
-    from joyrl_ray.clients import DataServerClient
+    from joyrl_ray.plane_clients import WorkerLink
 
-WAIT_S = 1.0  # deadline of one blocking wait in the DataServer; the loop then checks again
+WAIT_S = 1.0  # deadline of one blocking wait (coordinator or shard); the loop then checks again
 ACK_TIMEOUT_S = 60.0
 FAILED_REBUILDS_BEFORE_GIVING_UP = 3
 
@@ -84,8 +85,8 @@ class _Chunk:
     """One chunk's steps, written into ``[time, env]`` columns as they come.
 
     Each chunk gets fresh columns: the taken ones travel on (to replay, or as a rollout)
-    and are never written again. Writing a step while its arrays are still in cache costs
-    about a microsecond; stacking hundreds of them at the end cost a millisecond a chunk.
+    and are never written again. Each step is written while its arrays are still in cache,
+    which is far cheaper than stacking hundreds of step arrays at the end of a chunk.
     """
 
     def __init__(self, length: int) -> None:
@@ -165,13 +166,13 @@ class Worker:
     """Collects experience for one run; the same class is a Ray actor or a plain object."""
 
     def __init__(
-        self, worker_id: int, cfg: RunConfig, data_server: DataServerClient, store: ObjectStore
+        self, worker_id: int, cfg: RunConfig, link: WorkerLink, store: ObjectStore
     ) -> None:
         torch.set_num_threads(1)
         general = cfg.general
         self.worker_id = worker_id
         self.cfg = cfg
-        self.data_server = data_server
+        self.link = link
         self.store = store
         self.train = general.mode == "train"
         spec = get_algorithm(general.algo_name)
@@ -337,7 +338,7 @@ class Worker:
         t0 = time.monotonic()
         self._wait_for_acks(0)
         known = self.weights_version
-        ack = self.data_server.wait_for_turn(self.worker_id, known, need_weights, wait_s).result(
+        ack = self.link.wait_for_turn(self.worker_id, known, need_weights, wait_s).result(
             timeout_s=wait_s + ACK_TIMEOUT_S
         )
         self.stop = self.stop or ack.stop
@@ -367,9 +368,9 @@ class Worker:
 
     # ----- stepping -----
     def start(self) -> None:
-        """Register with the DataServer: the global step count and the newest weights."""
+        """Register with the coordinator: the global step count and the newest weights."""
         where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
-        start = self.data_server.register_worker(self.worker_id, where).result(ACK_TIMEOUT_S)
+        start = self.link.register_worker(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps
         self.stop = start.stop
         if start.weights is not None:
@@ -465,7 +466,7 @@ class Worker:
         if self.on_policy:
             self.rollout_version = version
             report = self._take_report()
-            call = self.data_server.push_rollout(
+            call = self.link.push_rollout(
                 self.worker_id, version, chunk, report, self.weights_version
             )
             self._send(call)
@@ -486,7 +487,7 @@ class Worker:
 
     def _push(self, batch: Batch | None, frames: Frames | None = None) -> None:
         report = self._take_report()
-        call = self.data_server.push_transitions(
+        call = self.link.push_transitions(
             self.worker_id, batch, report, self.weights_version, frames
         )
         self._send(call)
@@ -507,7 +508,7 @@ class Worker:
         return self.stats()
 
     def run(self) -> WorkerStats:
-        """Step until the DataServer says stop (the Ray backend's long-running task)."""
+        """Step until the coordinator says stop (the Ray backend's long-running task)."""
         self.start()
         while self.step(WAIT_S):
             pass

@@ -4,9 +4,10 @@ that raise or hang, signals. Each run asserts the accounting identity
 the fault should lead to.
 
 Roles are found as a user would find them: the processes below main.py whose command line
-is ``ray::Worker...``, ``ray::Learner...`` or ``ray::DataServer``, killed with SIGKILL by
-pid. The learning runs are DQN on CartPole-v1 with two workers, which solves
-(evaluation >= 475) at 20-40k env steps; each must do so within 80k despite the fault.
+is ``ray::Worker...``, ``ray::Learner...``, ``ray::DataServer`` (a replay shard) or
+``ray::Coordinator``, killed with SIGKILL by pid. The learning runs are DQN on CartPole-v1
+with two workers, which solves (evaluation >= 475) at 20-40k env steps; each must do so
+within 80k despite the fault.
 
 The fault runs go two at a time (``tests/side_by_side.py``); the signal tests, which time
 the exit and look for leftover Ray processes machine-wide, run alone.
@@ -229,12 +230,36 @@ def killed_learner_run(tmp_path: Path) -> None:
         run.kill()
 
 
-# ----- the DataServer -----
-def killed_data_server_run(tmp_path: Path) -> None:
+# ----- the control plane and the data plane -----
+def killed_replay_shard_run(tmp_path: Path) -> None:
+    run = start(tmp_path, "general_cfg.n_replay_shards=2")
+    try:
+        shards = wait_for(
+            run, "two replay shards", lambda: two(role_pids(run, "ray::DataServer")), 120
+        )
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        wait_for(run, "checkpoint 2000", lambda: (task / "models" / "2000.pt").is_file(), 180)
+        kill(min(shards))
+        # Ray restarts it (empty): a new process, its workers go on pushing into it.
+        wait_for(run, "a restarted shard", lambda: role_pids(run, "ray::DataServer") - shards, 120)
+        assert finish(run) == 0, run.stderr[-3000:]
+        summary = summary_of(task)
+        assert_solved(summary)
+        assert_accounting(summary)
+        # What the killed shard held (one worker's rows up to the kill) is counted as lost.
+        lost = summary["transitions_dropped"].get("lost_with_shard", 0)
+        assert lost >= 1000, summary["transitions_dropped"]
+    finally:
+        run.kill()
+
+
+def killed_coordinator_run(tmp_path: Path) -> None:
     run = start(tmp_path, "general_cfg.save_buffer=true")
     resumed = None
     try:
-        (server,) = wait_for(run, "the DataServer", lambda: role_pids(run, "ray::DataServer"), 120)
+        (server,) = wait_for(
+            run, "the coordinator", lambda: role_pids(run, "ray::Coordinator"), 120
+        )
         task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
         wait_for(run, "checkpoint 2000", lambda: (task / "models" / "2000.pt").is_file(), 180)
         kill(server)
@@ -242,10 +267,10 @@ def killed_data_server_run(tmp_path: Path) -> None:
         assert code == 1, run.stderr[-3000:]
         assert (task / "results" / "summary.json").is_file(), run.stderr[-3000:]
         summary = summary_of(task)
-        assert summary["stop_reason"] == "data_server_failed"
+        assert summary["stop_reason"] == "coordinator_failed"
         (error,) = error_lines(run.stderr)
-        assert "DataServer died" in error, error
-        # The learner's final checkpoint reached the driver even though the DataServer died.
+        assert "Coordinator died" in error, error
+        # The learner's final checkpoint reached the driver even though the coordinator died.
         assert final_checkpoint_updates(task) >= 2000
         assert (task / "models" / "replay.npz").is_file()  # save_buffer, beside last.pt
         (command,) = re.findall(r"^resume with: (.+)$", run.stderr, re.MULTILINE)
@@ -396,8 +421,11 @@ def failing_constructor_run(tmp_path: Path) -> None:
 # ----- the runs above, two at a time (tests/side_by_side.py says why) -----
 #: test -> the run it checks; the longest runs first.
 FAULT_RUNS: dict[str, Callable[[Path], None]] = {
-    "test_killed_data_server_stops_cleanly_and_the_printed_command_resumes_to_solve": (
-        killed_data_server_run
+    "test_killed_coordinator_stops_cleanly_and_the_printed_command_resumes_to_solve": (
+        killed_coordinator_run
+    ),
+    "test_killed_replay_shard_is_restarted_empty_counted_and_the_run_still_solves": (
+        killed_replay_shard_run
     ),
     "test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged": env_errors_run,
     "test_a_hanging_env_is_reported_by_the_stall_watchdog": hanging_env_run,
@@ -444,7 +472,14 @@ def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solv
 
 
 @pytest.mark.slow
-def test_killed_data_server_stops_cleanly_and_the_printed_command_resumes_to_solve(
+def test_killed_coordinator_stops_cleanly_and_the_printed_command_resumes_to_solve(
+    fault_runs, request
+):
+    fault_runs[request.node.name].result()
+
+
+@pytest.mark.slow
+def test_killed_replay_shard_is_restarted_empty_counted_and_the_run_still_solves(
     fault_runs, request
 ):
     fault_runs[request.node.name].result()

@@ -18,6 +18,7 @@ from tests.learning.cli_runs import assert_solved, evals, train_selected
 from tests.side_by_side import Outcome, selected_tests
 
 DQN_BUDGET = "general_cfg.max_env_steps=60000"
+SHARDS_2 = "general_cfg.n_replay_shards=2"  # worker k -> shard k mod 2, sampled round robin
 EVAL_SHARE_TEST = "test_online_evaluation_takes_under_1_percent_of_the_learners_time"
 
 #: id -> (yaml under configs/, extra overrides, threshold on the best eval return); the
@@ -29,7 +30,9 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
         475.0,
     ),
     "dqn-per-cartpole": ("cartpole_dqn_per", (DQN_BUDGET,), 475.0),
+    "dqn-per-cartpole-2-shards": ("cartpole_dqn_per", (DQN_BUDGET, SHARDS_2), 475.0),
     "dqn-cartpole": ("cartpole_dqn", (DQN_BUDGET,), 475.0),
+    "dqn-cartpole-2-shards": ("cartpole_dqn", (DQN_BUDGET, SHARDS_2), 475.0),
     "dqn-nstep3-cartpole": ("cartpole_dqn", (DQN_BUDGET, "algo_cfg.n_step=3"), 475.0),
     "doubledqn-cartpole": ("cartpole_dqn", (DQN_BUDGET, "general_cfg.algo_name=DoubleDQN"), 475.0),
     "td3-pendulum": ("pendulum_td3", (), -200.0),
@@ -70,5 +73,5 @@ def test_online_evaluation_takes_under_1_percent_of_the_learners_time(
     summary = ray_runs[EVAL_SHARE_RUN].result()
     assert summary["stop_reason"] == "max_env_steps", summary["stop_reason"]
     assert len(summary["eval_history"]) >= 5, evals(summary)  # evaluations did happen
-    eval_s = summary["time_s"]["learner_eval"]
+    eval_s = summary["time_s"]["learner_checkpoint"]
     assert eval_s < 0.01 * summary["wall_time_s"], (eval_s, summary["wall_time_s"])

@@ -18,11 +18,12 @@ import torch
 from envs.probe import probe_env
 from joyrl_ray.checkpoint import find_checkpoint, load_checkpoint
 from joyrl_ray.cli import run_from_cli
-from joyrl_ray.clients import DataServerClient
-from joyrl_ray.data_server import DataServer, StopRule
-from joyrl_ray.handles import LocalHandle
+from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.handles import LocalStore
 from joyrl_ray.learner import Learner
 from joyrl_ray.messages import Counters
+from joyrl_ray.plane_clients import LearnerLinks
+from joyrl_ray.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.runner import RunResult, run
 from tests.conftest import ROOT, make_cfg
 from tests.modes.modes_setup import TRAIN_OVERRIDES, epsilon
@@ -117,16 +118,17 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
     checkpoint = load_checkpoint(path)
     cfg = make_cfg(trained.task_dir.parent, *TRAIN_OVERRIDES)
     counters = Counters(**checkpoint["counters"])
-    server = DataServer(stop_rule=StopRule(), needs=None, n_workers=1, counters=counters)
+    setup = PlaneSetup(stop_rule=StopRule(), needs=None, n_workers=1, counters=counters)
+    planes = LocalPlanes(setup, LocalStore())
     spaces = probe_env(cfg.env)
     learner = Learner(
         cfg,
-        DataServerClient(LocalHandle(server, "DataServer")),
+        LearnerLinks(planes.coordinator, [], None, LocalStore()),
         spaces,
         start_state=path.read_bytes(),
     )
     learner.start(None)
-    algorithm = learner.policy
+    algorithm = learner.algorithm
     saved = checkpoint["policy"]
     nets = {"q_net": algorithm.policy.q_net, "target_net": algorithm.target_net}
     for name, net in nets.items():

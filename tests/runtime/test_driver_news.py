@@ -1,8 +1,8 @@
 """A waiting driver hears of a checkpoint, and of the stop, when it comes.
 
-On Ray the driver waits on the DataServer's ``wait_for_news`` beside its roles, so that a
+On Ray the driver waits on the coordinator's ``wait_for_news`` beside its roles, so that a
 checkpoint is written and evaluated when the learner hands it in, not at the driver's next
-periodic drain. Here a real thread waits as the driver does, on a real DataServer, with a
+periodic drain. Here a real thread waits as the driver does, on a real coordinator, with a
 deadline far past the test's own patience: a checkpoint must end the wait, then a stop
 must end the next one, and a wait for news already seen must not end early.
 """
@@ -12,17 +12,15 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 
-import numpy as np
-
-from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.handles import LocalStore
-from joyrl_ray.messages import CheckpointReport, Counters
+from joyrl_ray.messages import CheckpointRef
 
 NEVER_S = 600.0  # the waiter's own deadline: reached only if the news never woke it
 PATIENCE_S = 30.0  # how long the test waits for the waiter to answer
 
 
-def _wait_in_thread(server: DataServer, seen: int) -> Future[int]:
+def _wait_in_thread(server: Coordinator, seen: int) -> Future[int]:
     answer: Future[int] = Future()
 
     def wait() -> None:
@@ -32,13 +30,12 @@ def _wait_in_thread(server: DataServer, seen: int) -> Future[int]:
     return answer
 
 
-def _checkpoint(updates: int) -> CheckpointReport:
-    weights = {"w": np.zeros(3, dtype=np.float32)}
-    return CheckpointReport(updates, Counters(env_steps=updates), b"state", weights, True)
+def _checkpoint(updates: int) -> CheckpointRef:
+    return CheckpointRef(updates, LocalStore().put(b"state"), True)
 
 
 def test_a_waiting_driver_is_woken_by_a_checkpoint_and_then_by_the_stop() -> None:
-    server = DataServer(stop_rule=StopRule(), needs=None, n_workers=1, store=LocalStore())
+    server = Coordinator(stop_rule=StopRule(), n_workers=1, learning=True, store=LocalStore())
     assert server.wait_for_news(0, 0.0) == 0  # nothing yet: the wait runs out
 
     first = _wait_in_thread(server, seen=0)

@@ -239,7 +239,7 @@ def _node_ids(summary: dict) -> tuple[str, str]:
 
 
 def _job_actors(cluster: TwoNodes) -> list[str]:
-    names = ("ray::Worker", "ray::Learner", "ray::DataServer")
+    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::Coordinator")
     return [
         c for n in cluster.nodes for c in descendants(n.proc.pid).values() if c.startswith(names)
     ]
@@ -303,13 +303,15 @@ def test_learner_pinned_to_the_second_node_still_writes_models_on_the_driver(
     head, node2 = _node_ids(summary)
     roles = summary["placement"]["roles"]
     assert roles["learner 0"]["node_id"] == node2 and roles["learner 0"]["ip"] == NODE2_IP
-    # The DataServer sits on the driver's node, the raylet the driver joined. Both nodes run
-    # on this machine: Ray 2.60 joins the head's raylet then, the oldest supported Ray may
-    # join either (a real driver's machine has one raylet).
+    # The coordinator and the DataServer sit on the driver's node, the raylet the driver
+    # joined. Both nodes run on this machine: Ray 2.60 joins the head's raylet then, the
+    # oldest supported Ray may join either (a real driver's machine has one raylet).
+    driver_node = roles["coordinator"]["node_id"]
+    assert roles["data server"]["node_id"] == driver_node
     if Version(installed_ray() or "0") >= Version("2.60"):
-        assert roles["data server"]["node_id"] == head
+        assert driver_node == head
     else:
-        assert roles["data server"]["node_id"] in (head, node2)
+        assert driver_node in (head, node2)
     assert roles["worker 0"]["node_id"] == head  # the learner holds node 2's only CPU
     joined = f"2 nodes, 3 CPUs, 0 GPUs, joined {cluster.address}"
     assert summary["placement"]["cluster"] == joined

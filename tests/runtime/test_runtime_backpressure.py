@@ -1,4 +1,4 @@
-"""A slow DataServer slows the worker down instead of piling pushes up in memory."""
+"""A slow replay shard slows the worker down instead of piling pushes up in memory."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections import deque
 import ray.cloudpickle
 
 from algos import get_algorithm
-from joyrl_ray.clients import DataServerClient
-from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.handles import RayHandle, RayStore
+from joyrl_ray.plane_clients import CoordinatorClient, DataServerClient, WorkerLink
 from joyrl_ray.worker import Worker
 from tests.conftest import make_cfg
 
@@ -25,18 +26,17 @@ CHUNKS = 20
 
 
 class SlowDataServer(DataServer):
-    """A DataServer that takes DELAY_S for every push (a loaded node, a big batch)."""
+    """A replay shard that takes DELAY_S for every insert (a loaded node, a big batch)."""
 
     def __init__(self, *args, delay_s: float, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.delay_s = delay_s
         self.pushes = 0
 
-    def push_transitions(self, worker_id, batch, report, known_version, frames=None):
+    def insert(self, worker_id, batch, frames=None):
         time.sleep(self.delay_s)
-        if report.env_steps:
-            self.pushes += 1
-        return super().push_transitions(worker_id, batch, report, known_version, frames)
+        self.pushes += 1
+        return super().insert(worker_id, batch, frames)
 
     def push_count(self) -> int:
         return self.pushes
@@ -67,17 +67,22 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         ray.remote(SlowDataServer)
         .options(num_cpus=0, max_concurrency=1, name="backpressure-server")
         .remote(
-            stop_rule=StopRule(max_env_steps=-1),
             needs=needs,
-            n_workers=1,
             learner_lag_tolerance=-1,  # collection only: no learner to wait for
-            store=RayStore(),
             delay_s=DELAY_S,
         )
     )
+    coordinator_actor = (
+        ray.remote(Coordinator)
+        .options(num_cpus=0, max_concurrency=4, name="backpressure-coordinator")
+        .remote(stop_rule=StopRule(), n_workers=1, learning=True, store=RayStore())
+    )
     try:
-        client = DataServerClient(RayHandle("DataServer", name="backpressure-server", actor=server))
-        worker = Worker(0, cfg, client, RayStore())
+        shard = DataServerClient(RayHandle("DataServer", name="backpressure-server", actor=server))
+        client = CoordinatorClient(
+            RayHandle("Coordinator", name="backpressure-coordinator", actor=coordinator_actor)
+        )
+        worker = Worker(0, cfg, WorkerLink(client, shard), RayStore())
         # As a learner does at its start: version 1 is published; the worker takes it from
         # an ack and fetches it once.
         client.publish_weights(worker.policy.get_weights(), 1).result(30)
@@ -92,7 +97,7 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
 
         assert worker.in_flight.peak == MAX_IN_FLIGHT  # the bound was reached, never passed
         # Stepping 8 x 2 CartPole envs takes ~1 ms: without backpressure the 20 chunks would
-        # be sent in well under a second; with it the worker waits for the DataServer.
+        # be sent in well under a second; with it the worker waits for its shard.
         assert elapsed >= (CHUNKS - MAX_IN_FLIGHT) * DELAY_S
         reports = client.drain_reports().result(30)
         waited = reports.worker_times.push_wait_s + worker.times.push_wait_s
@@ -100,10 +105,11 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         assert worker.weights_version == 1
         # Nothing was lost on the way: every push arrived and was stored.
         assert ray.get(server.push_count.remote()) == CHUNKS
-        stats = client.stats().result(30)
+        stats = shard.stats().result(30)
         steps = CHUNKS * CHUNK * N_ENVS
-        assert worker.stats().env_steps == steps == stats.transitions_collected
+        assert worker.stats().env_steps == steps == client.stats().result(30).transitions_collected
         assert stats.transitions_stored == steps and stats.transitions_dropped == {}
         worker.close()
     finally:
         ray.kill(server)
+        ray.kill(coordinator_actor)

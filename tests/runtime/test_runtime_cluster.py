@@ -158,7 +158,7 @@ def _main(cluster: Cluster, address: str, tasks: Path, timeout: float = 400, **e
 
 
 def _job_actors(cluster: Cluster) -> dict:
-    names = ("ray::Worker", "ray::Learner", "ray::DataServer")
+    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::Coordinator")
     return {p: c for p, c in descendants(cluster.proc.pid).items() if c.startswith(names)}
 
 

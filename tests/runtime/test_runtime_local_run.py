@@ -103,7 +103,7 @@ def test_summary_accounting_is_consistent(local_run):
     assert summary["weights_versions"] == 1 + summary["updates"] // PUBLISH_EVERY
     assert summary["updates"] == learner["updates"]
     # Both workers took part, and every role's time adds up within the wall time.
-    roles = {"data server", "learner 0", "worker 0", "worker 1"}
+    roles = {"coordinator", "data server", "learner 0", "worker 0", "worker 1"}
     assert set(summary["placement"]["roles"]) == roles
     times = summary["time_s"]
     for key in ("workers_stepping", "workers_push_wait", "learner_learning", "learner_data_wait"):

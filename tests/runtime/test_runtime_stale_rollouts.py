@@ -1,15 +1,16 @@
-"""On-policy, through a real DataServer actor: a rollout made with an old weights version
-is dropped and counted, and weights published by the DataServer travel by reference."""
+"""On-policy, through real coordinator and rollout-queue actors: a rollout made with an old
+weights version is dropped and counted, and weights published to the coordinator travel
+by reference."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from joyrl_ray.clients import DataServerClient
-from joyrl_ray.data_needs import RolloutNeeds
-from joyrl_ray.data_server import DataServer, StopRule
+from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.rollout_queue import RolloutQueue
 from joyrl_ray.handles import RayHandle, RayStore
 from joyrl_ray.messages import WorkerReport
+from joyrl_ray.plane_clients import CoordinatorClient, RolloutQueueClient, WorkerLink
 
 STEPS = 16
 
@@ -24,48 +25,56 @@ def _rollout(fill: float) -> dict[str, np.ndarray]:
 
 def test_stale_rollouts_are_dropped_and_counted(ray_session):
     ray = ray_session
-    actor = (
-        ray.remote(DataServer)
-        .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-server")
-        .remote(
-            stop_rule=StopRule(max_env_steps=-1),
-            needs=RolloutNeeds(rollout_len=STEPS // 2),
-            n_workers=1,
-            store=RayStore(),
-        )
+    queue_actor = (
+        ray.remote(RolloutQueue)
+        .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-queue")
+        .remote(n_workers=1)
     )
-    server = DataServerClient(RayHandle("DataServer", name="stale-rollouts-server", actor=actor))
+    queue = RolloutQueueClient(
+        RayHandle("RolloutQueue", name="stale-rollouts-queue", actor=queue_actor)
+    )
+    coordinator_actor = (
+        ray.remote(Coordinator)
+        .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-coordinator")
+        .remote(stop_rule=StopRule(), n_workers=1, learning=True, store=RayStore())
+    )
+    coordinator = CoordinatorClient(
+        RayHandle("Coordinator", name="stale-rollouts-coordinator", actor=coordinator_actor)
+    )
+    link = WorkerLink(coordinator, queue)
 
     def push(version: int, fill: float):
-        report = WorkerReport(0, STEPS)
-        return server.push_rollout(0, version, _rollout(fill), report, 0).result(30)
+        return link.push_rollout(0, version, _rollout(fill), WorkerReport(0, STEPS), 0).result(30)
+
+    def accounted() -> tuple[int, int, dict[str, int]]:
+        stats = queue.stats().result(30)
+        collected = coordinator.stats().result(30).transitions_collected
+        return collected, stats.transitions_stored, stats.transitions_dropped
 
     try:
-        assert server.publish_weights({"w": np.zeros(3)}, 2).result(30)
+        assert coordinator.publish_weights({"w": np.zeros(3)}, 2).result(30)
 
         ack = push(1, 1.0)
         assert ack.weights is not None and ack.weights.version == 2 and not ack.stop
         np.testing.assert_array_equal(RayStore().get(ack.weights.box)["w"], np.zeros(3))
-        stats = server.stats().result(30)
-        assert stats.transitions_dropped == {"stale_rollout": STEPS}
-        assert stats.transitions_stored == 0
-        assert server.take_rollouts(0, 1, 0.0).result(30).rollout is None
+        # The learner at version 2 takes nothing: the only rollout was made with version 1.
+        assert queue.take_rollouts(0, 1, 2, 0.0).result(30).rollout is None
 
         push(2, 2.0)
-        taken = server.take_rollouts(0, 2, 0.0).result(30).rollout
+        taken = queue.take_rollouts(0, 1, 2, 0.0).result(30).rollout
         np.testing.assert_array_equal(taken["obs"], _rollout(2.0)["obs"])
-        stats = server.stats().result(30)
-        assert stats.transitions_stored == STEPS
-        assert stats.transitions_dropped == {"stale_rollout": STEPS}
+        assert accounted() == (2 * STEPS, STEPS, {"stale_rollout": STEPS})
 
-        # Queued with the current version, but the learner published again before taking it.
+        # Queued with version 2, but the learner published again before taking it.
         push(2, 3.0)
-        server.publish_weights({"w": np.ones(3)}, 3).result(30)
-        assert server.take_rollouts(0, 3, 0.0).result(30).rollout is None
-        stats = server.stats().result(30)
-        assert stats.transitions_dropped == {"stale_rollout": 2 * STEPS}
-        # Every step still counts as collected.
-        assert stats.transitions_collected == 3 * STEPS
-        assert stats.transitions_collected == stats.transitions_stored + 2 * STEPS
+        coordinator.publish_weights({"w": np.ones(3)}, 3).result(30)
+        push(3, 4.0)
+        taken = queue.take_rollouts(0, 2, 3, 0.0).result(30).rollout
+        np.testing.assert_array_equal(taken["obs"], _rollout(4.0)["obs"])
+        collected, stored, dropped = accounted()
+        assert dropped == {"stale_rollout": 2 * STEPS}
+        # Every step counts as collected, and each is stored or dropped.
+        assert collected == 4 * STEPS == stored + 2 * STEPS
     finally:
-        ray.kill(actor)
+        ray.kill(queue_actor)
+        ray.kill(coordinator_actor)

@@ -1,8 +1,8 @@
 """Weights reach the workers: the learner publishes versions, a worker acting afterwards
 uses exactly the learner's weights, and its actions change when the weights do.
 
-Worker, Learner and DataServer are real Ray actors in the session's Ray, driven step by
-step from the test through their own methods.
+Worker, Learner, coordinator and replay shard are real Ray actors in the session's Ray,
+driven step by step from the test through their own methods.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import ray.cloudpickle
 
 from algos import get_algorithm
 from envs.probe import probe_env
-from joyrl_ray.clients import DataServerClient
-from joyrl_ray.data_server import DataServer, StopRule
-from joyrl_ray.handles import RayHandle, RayStore
+from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.handles import RayStore
 from joyrl_ray.learner import LEARNED, Learner
+from joyrl_ray.planes import PlaneSetup, RayPlanes
 from joyrl_ray.worker import Worker
 from tests.conftest import make_cfg
 
@@ -35,8 +35,8 @@ class ProbeWorker(Worker):
 
 class ProbeLearner(Learner):
     def probe(self, obs: np.ndarray) -> tuple[int, np.ndarray]:
-        self.pending.drain(30)  # its publishes have reached the DataServer
-        return self.weights_version, self.policy.policy.q_values(obs)
+        self.pending.drain(30)  # its publishes have reached the coordinator
+        return self.weights_version, self.algorithm.policy.q_values(obs)
 
 
 def _probe_obs() -> np.ndarray:
@@ -59,20 +59,20 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
         "algo_cfg.lr=0.003",
         "algo_cfg.updates_per_step=1.0",
     )
-    server = (
-        ray.remote(DataServer)
-        .options(num_cpus=0, max_concurrency=8, name="weights-test-server")
-        .remote(
-            stop_rule=StopRule(max_env_steps=-1),
+    planes = RayPlanes(
+        PlaneSetup(
+            stop_rule=StopRule(),
             needs=get_algorithm("DQN").policy_cls.data_needs(cfg.algo),
             n_workers=1,
             learner_lag_tolerance=-1,
-            store=RayStore(),
         )
     )
-    client = DataServerClient(RayHandle("DataServer", name="weights-test-server", actor=server))
-    learner = ray.remote(ProbeLearner).options(num_cpus=0).remote(cfg, client, probe_env(cfg.env))
-    worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, client, RayStore())
+    learner = (
+        ray.remote(ProbeLearner)
+        .options(num_cpus=0)
+        .remote(cfg, planes.learner_links(), probe_env(cfg.env))
+    )
+    worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, planes.link(0), RayStore())
     obs = _probe_obs()
     try:
         ray.get(learner.start.remote(None))
@@ -113,5 +113,6 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
         assert not np.allclose(q1, q2)
         assert (a1 != a2).any(), "greedy actions unchanged after ~200 updates"
     finally:
-        for actor in (worker, learner, server):
+        for actor in (worker, learner):
             ray.kill(actor)
+        planes.kill()

@@ -1,11 +1,11 @@
 """What a worker pushes is the envs' own experience, whatever the chunk boundaries.
 
-A real Worker steps a vector of real envs and pushes into a real DataServer, in this
-process (the ``mp_backend: single`` arrangement). The env counts its steps in its
-observation, so every stored transition can be checked against the env itself: each
-``next_obs`` follows its ``obs``, an ended episode's ``next_obs`` is its true last
-observation (never the observation of the reset that followed), and the reported episode
-returns and lengths are the env's. Chunks of 7 steps over episodes of 5 make episodes
+A real Worker steps a vector of real envs and pushes into a real replay shard and
+coordinator, in this process (the ``mp_backend: single`` arrangement). The env counts its
+steps in its observation, so every stored transition can be checked against the env
+itself: each ``next_obs`` follows its ``obs``, an ended episode's ``next_obs`` is its true
+last observation (never the observation of the reset that followed), and the reported
+episode returns and lengths are the env's. Chunks of 7 steps over episodes of 5 make episodes
 cross chunk boundaries and end in every row of a chunk.
 """
 
@@ -19,10 +19,10 @@ import pytest
 
 from algos import get_algorithm
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS
-from joyrl_ray.clients import DataServerClient
 from joyrl_ray.config import RunConfig, load_config
-from joyrl_ray.data_server import DataServer, StopRule
-from joyrl_ray.handles import LocalHandle, LocalStore
+from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.handles import LocalStore
+from joyrl_ray.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.worker import Worker
 
 GOAL, N_ENVS, CHUNK, STEPS = 5, 3, 7, 420  # STEPS: 20 chunks of 7 vector steps of 3 envs
@@ -60,21 +60,22 @@ def collected() -> tuple[dict[str, np.ndarray], list[Any]]:
             ],
         )
     )
-    server = DataServer(
+    setup = PlaneSetup(
         stop_rule=StopRule(max_env_steps=STEPS),
         needs=get_algorithm("DQN").policy_cls.data_needs(cfg.algo),
         n_workers=1,
         learner_lag_tolerance=-1,
-        store=LocalStore(),
     )
-    worker = Worker(0, cfg, DataServerClient(LocalHandle(server, "DataServer")), LocalStore())
+    store = LocalStore()
+    planes = LocalPlanes(setup, store)
+    worker = Worker(0, cfg, planes.link(0), store)
     worker.start()
     while worker.step(0.0):
         pass
     worker.finish()
-    assert server.buffer is not None
-    stored = {key: column[: len(server.buffer)] for key, column in server.buffer.columns.items()}
-    return stored, server.drain_reports().episodes
+    buffer = planes.shard_objects[0].buffer
+    stored = {key: column[: len(buffer)] for key, column in buffer.columns.items()}
+    return stored, planes.server.drain_reports().episodes
 
 
 def test_every_transition_steps_the_count_by_one(collected) -> None:

@@ -1,6 +1,6 @@
 """A worker held back by the update-to-data ratio acts, once let go, with the newest weights.
 
-A real Worker steps real CartPole envs and pushes into a real DataServer, in this process.
+A real Worker steps real CartPole envs and pushes into a real replay shard, in this process.
 No learner takes updates, so the ratio soon holds the worker back. Then, as a learner
 would, the test publishes new weights and takes every update the ratio allows: the wait
 is over, and the chunk the worker collects next must be acted with the weights published
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from algos import get_algorithm
-from joyrl_ray.clients import DataServerClient
-from joyrl_ray.data_server import DataServer, StopRule
-from joyrl_ray.handles import LocalHandle, LocalStore
+from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.handles import LocalStore
+from joyrl_ray.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.worker import Worker
 from tests.conftest import make_cfg
 
@@ -39,14 +39,16 @@ def test_a_held_back_worker_acts_with_the_weights_published_while_it_waited(
         "algo_cfg.batch_size=32",
         "algo_cfg.updates_per_step=1",
     )
-    server = DataServer(
+    setup = PlaneSetup(
         stop_rule=StopRule(max_env_steps=MAX_ENV_STEPS),
         needs=get_algorithm("DQN").policy_cls.data_needs(cfg.algo),
         n_workers=1,
         learner_lag_tolerance=0,
-        store=LocalStore(),
     )
-    worker = Worker(0, cfg, DataServerClient(LocalHandle(server, "DataServer")), LocalStore())
+    store = LocalStore()
+    planes = LocalPlanes(setup, store)
+    server, shard = planes.server, planes.shard_objects[0]
+    worker = Worker(0, cfg, planes.link(0), store)
     worker.start()
     for _ in range(20):  # no learner: past learn_start the ratio holds the worker back
         worker.step(0.0)
@@ -59,7 +61,7 @@ def test_a_held_back_worker_acts_with_the_weights_published_while_it_waited(
 
     published = {name: array + 0.25 for name, array in worker.policy.get_weights().items()}
     assert server.publish_weights(published, version=1)
-    grant = server.sample_round(rank=0, round_id=1, rows=32, max_updates=MAX_ENV_STEPS, timeout_s=0)
+    grant = shard.sample_round(rank=0, round_id=1, rows=32, max_updates=MAX_ENV_STEPS, timeout_s=0)
     assert grant.batches, "the learner took no updates: the worker would stay held back"
 
     worker.step(0.0)  # let go: collects and pushes one chunk

@@ -1,0 +1,375 @@
+"""The Coordinator: the control plane of a run, one actor that never touches a transition.
+
+It holds the global counters and the stop rule, the newest weights (a store reference and
+its version, fenced so that versions only grow), the roles' registry, the report
+mailboxes the driver drains, the stall diagnostics and the news that wakes the driver.
+Workers report each chunk here (a few counters, no rows) while the rows go to their
+replay shard or to the rollout queue; learners publish weights and hand in checkpoints
+*by reference* (the bytes stay in the object store until the driver fetches them).
+
+When the run stops it tells the data plane (each shard or the queue) so that throttled
+workers and waiting learners wake; that is the only call it makes.
+
+Accounting: every env step a worker reports is *collected* here; the data plane counts
+what it stored and dropped, the coordinator what was lost with workers or never sent, so
+``transitions_collected == sum(stored) + sum(dropped)`` over the coordinator and every
+data-plane actor.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from joyrl_ray.control.mailboxes import Mailboxes
+from joyrl_ray.env_error_budget import EnvErrorBudget
+from joyrl_ray.handles import Call, LocalStore, ObjectStore, RoleError
+from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.messages import (
+    CheckpointRef,
+    Counters,
+    LearnerReport,
+    LearnerStart,
+    Placement,
+    PushAck,
+    Reports,
+    StallReport,
+    WaitState,
+    Weights,
+    WorkerReport,
+    WorkerStart,
+)
+
+
+@dataclass
+class StopRule:
+    """When a run ends; ``-1`` disables a limit."""
+
+    max_env_steps: int = -1
+    max_episode: int = -1
+    max_env_errors_per_1000: float = -1  # env errors per 1,000 env steps (-1: no limit)
+    env_error_window_steps: int = 50_000  # ... over this many recent env steps
+
+
+@dataclass
+class CoordinatorStats:
+    transitions_collected: int
+    transitions_dropped: dict[str, int]  # what never reached the data plane, by reason
+    rows_sent: dict[int, int]  # by replay shard: rows workers sent it (minus those lost)
+    weights_versions: int
+    weights_rejected: int
+    env_errors: int
+    episodes_dropped: int
+    stop_reason: str | None
+    stop_detail: str | None
+    busy_s: float
+
+
+class Coordinator:
+    """Counters, the stop rule, weights, the roles' registry and the driver's mailboxes."""
+
+    def __init__(
+        self,
+        *,
+        stop_rule: StopRule,
+        n_workers: int,
+        learning: bool,
+        counters: Counters | None = None,
+        store: ObjectStore | None = None,
+        data_plane: Sequence[Any] = (),
+    ) -> None:
+        self._cond = threading.Condition()
+        self.stop_rule = stop_rule
+        self.learning = learning  # False in test mode: nothing is stored
+        self.store = store or LocalStore()
+        self.data_plane = list(data_plane)  # clients with request_stop(reason)
+        self.stop_calls: list[Call[None]] = []
+        start = counters or Counters()
+        self.counters = Counters(start.env_steps, start.episodes, start.updates)
+        self.active_workers = set(range(n_workers))
+        self.collected = 0
+        self.dropped: Counter[str] = Counter()
+        # By replay shard: rows its workers sent and it acknowledged or still holds; at the
+        # end, what a shard does not hold was lost with an earlier incarnation of it.
+        self.rows_sent: Counter[int] = Counter()
+        self.weights_version = 0  # the newest version published (0: none yet)
+        self.unshared_weights: dict[str, np.ndarray] | None = None  # newest, not yet put
+        self.shared_weights: Weights | None = None  # the newest version put in the store
+        self.weights_rejected = 0
+        self.stop_reason: str | None = None
+        self.stop_detail: str | None = None
+        self.env_error_count = 0
+        self.env_error_budget = (
+            EnvErrorBudget(stop_rule.max_env_errors_per_1000, stop_rule.env_error_window_steps)
+            if stop_rule.max_env_errors_per_1000 >= 0
+            else None
+        )
+        self.episodes_dropped = 0  # finished past max_episode: not counted, not logged
+        self.learner_generation = 0
+        self.mail = Mailboxes()
+        self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
+        self.waiting: dict[str, WaitState] = {}
+        self.last_push: dict[int, float] = {}
+        # Per worker: env steps counted but not yet delivered as rows or drops (the n-step
+        # steps a worker holds back). Lost with the worker if it dies.
+        self.owed: Counter[int] = Counter()
+        self.registered: set[int] = set()
+        self.busy_s = 0.0
+        freeze_startup_heap()
+
+    # ----- waiting -----
+    def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
+        if ready() or timeout_s <= 0:
+            return ready()
+        self.waiting[who] = WaitState(what, time.monotonic())
+        try:
+            return self._cond.wait_for(ready, timeout=timeout_s)
+        finally:
+            self.waiting.pop(who, None)
+
+    # ----- workers -----
+    def _newest_weights(self) -> Weights | None:
+        """The newest weights as a store reference, put on first use.
+
+        Workers take weights only with an ack, so a version that no ack hands out before
+        the next publish is never put: putting costs this process far more than holding
+        the arrays does.
+        """
+        if self.unshared_weights is not None:
+            self.shared_weights = Weights(
+                self.weights_version, self.store.put(self.unshared_weights)
+            )
+            self.unshared_weights = None
+        return self.shared_weights
+
+    def _ack(self, known_version: int) -> PushAck:
+        newer = self._newest_weights() if self.weights_version > known_version else None
+        return PushAck(
+            stop=self.stop_reason is not None,
+            throttled=False,  # the worker's shard says whether it must wait
+            env_steps=self.counters.env_steps,
+            weights=newer,
+        )
+
+    def register_worker(self, worker_id: int, where: Placement) -> WorkerStart:
+        """A worker (new, or restarted by Ray) starts: where it runs and what it continues.
+
+        A second registration means Ray restarted the worker's process: the env steps it
+        held back died with it and are counted as lost.
+        """
+        with self._cond:
+            self.mail.placements.append(where)
+            self.last_push[worker_id] = time.monotonic()
+            if worker_id in self.registered:
+                restarts = self.mail.worker_restarts
+                restarts[worker_id] += 1
+                lost = self._lose_worker_steps(worker_id)
+                self.mail.events.append(
+                    f"worker {worker_id} was restarted on {where.ip} (restart "
+                    f"{restarts[worker_id]}); {lost} env steps it held back were lost"
+                )
+            self.registered.add(worker_id)
+            stopped = self.stop_reason is not None
+            return WorkerStart(self.counters.env_steps, stopped, self._newest_weights())
+
+    def _lose_worker_steps(self, worker_id: int) -> int:
+        lost = self.owed.pop(worker_id, 0)
+        if lost:
+            self.dropped["lost_with_worker"] += lost
+        return lost
+
+    def report_worker(
+        self, report: WorkerReport, rows: int, known_version: int, shard: int = -1
+    ) -> PushAck:
+        """Count a worker's chunk (``rows`` of it went to replay shard ``shard``, or to the
+        rollout queue); the ack says stop and carries newer weights."""
+        t0 = time.monotonic()
+        with self._cond:
+            self._count(report, rows)
+            if shard >= 0:
+                self.rows_sent[shard] += rows
+            ack = self._ack(known_version)
+        self.busy_s += time.monotonic() - t0
+        return ack
+
+    def _count(self, report: WorkerReport, rows: int) -> None:
+        self.collected += report.env_steps
+        self.dropped.update(report.dropped)
+        self.mail.worker_times.add(report.times)
+        self.last_push[report.worker_id] = time.monotonic()
+        if not self.learning:
+            self.dropped["not_learned_in_test_mode"] += report.env_steps
+        else:
+            self.owed[report.worker_id] += report.env_steps - rows - sum(report.dropped.values())
+        if report.env_errors:
+            self.env_error_count += len(report.env_errors)
+            self.mail.env_errors.extend(report.env_errors)
+        if self.env_error_budget is not None:
+            last = report.env_errors[-1] if report.env_errors else ""
+            over = self.env_error_budget.record(report.env_steps, len(report.env_errors), last)
+            if over is not None:
+                self._stop("env_errors", over)
+        if report.fatal_env_error:
+            self._stop("env_failed", report.fatal_env_error)
+        if self.stop_reason is not None:
+            return
+        self.counters.env_steps += report.env_steps
+        episodes, trajs = report.episodes, report.trajectories
+        keep = len(episodes)
+        limit = self.stop_rule.max_episode
+        if limit > 0:
+            room = max(limit - self.counters.episodes, 0)
+            self.episodes_dropped += max(keep - room, 0)
+            keep, trajs = min(keep, room), trajs[: room if trajs else 0]
+        self.counters.episodes += keep
+        self.mail.episodes.extend(episodes.reports(report.worker_id, keep))
+        self.mail.trajectories.extend(trajs)
+        self._check_limits()
+
+    def wait_for_weights(self, worker_id: int, known_version: int, timeout_s: float) -> PushAck:
+        """Block until weights newer than ``known_version`` are out (on-policy, test mode)."""
+        with self._cond:
+            self._wait(
+                f"worker {worker_id}",
+                "newer weights",
+                lambda: self.stop_reason is not None or self.weights_version > known_version,
+                timeout_s,
+            )
+            return self._ack(known_version)
+
+    def drop_worker(self, worker_id: int) -> int:
+        """A worker is gone for good. Returns the env steps it held back, lost with it."""
+        with self._cond:
+            lost = self._lose_worker_steps(worker_id)
+            self.active_workers.discard(worker_id)
+            self.last_push.pop(worker_id, None)
+            if not self.active_workers:
+                self._stop("no_workers_left", "every worker died past its restart budget")
+            self._cond.notify_all()
+            return lost
+
+    def count_lost(self, shard: int, rows: int, line: str) -> None:
+        """Rows a replay shard lost in flight (it died during their insert), for the log."""
+        with self._cond:
+            self.dropped["lost_with_shard"] += rows
+            self.rows_sent[shard] -= rows
+            self.mail.events.append(line)
+
+    # ----- learners -----
+    def learner_started(
+        self, rank: int, generation: int, restored: Counters, where: Placement
+    ) -> LearnerStart:
+        """A learner (re)starts from ``restored``: versions continue from the newest."""
+        with self._cond:
+            self.mail.placements.append(where)
+            if generation > self.learner_generation:
+                self.learner_generation = generation
+                self.counters.updates = restored.updates
+            return LearnerStart(Counters(**vars(self.counters)), self.weights_version)
+
+    def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> bool:
+        """Make ``weights`` the newest version; a version not newer than the newest is refused.
+
+        The coordinator keeps a copy (on Ray the arrays may be views of the call's argument,
+        which the learner owns) and puts it in the store itself when an ack first hands it
+        out, so the weights stay fetchable when the learner that made them dies.
+        """
+        with self._cond:
+            if version <= self.weights_version:
+                self.weights_rejected += 1
+                return False
+            self.weights_version = version
+            self.unshared_weights = {name: np.array(a, copy=True) for name, a in weights.items()}
+            self._cond.notify_all()
+            return True
+
+    def report_learner(self, report: LearnerReport) -> Counters:
+        """Learner progress; returns the global counters (the learner checkpoints them)."""
+        with self._cond:
+            if report.rank == 0:
+                self.counters.updates = report.updates
+            self.mail.learner_times.add(report.times)
+            if report.metrics:
+                self.mail.learner.append(report)
+            return Counters(**vars(self.counters))
+
+    def submit_checkpoint(self, checkpoint: CheckpointRef) -> None:
+        """A checkpoint's reference for the driver to fetch and write (and maybe evaluate)."""
+        with self._cond:
+            self.mail.checkpoints.append(checkpoint)
+            self._news()
+
+    # ----- the stop -----
+    def _check_limits(self) -> None:
+        rule, counters = self.stop_rule, self.counters
+        if rule.max_env_steps > 0 and counters.env_steps >= rule.max_env_steps:
+            self._stop("max_env_steps")
+        elif rule.max_episode > 0 and counters.episodes >= rule.max_episode:
+            self._stop("max_episode")
+
+    def _stop(self, reason: str, detail: str | None = None) -> None:
+        if self.stop_reason is None:
+            self.stop_reason, self.stop_detail = reason, detail
+            self.stop_calls = [actor.request_stop(reason) for actor in self.data_plane]
+            self._news()
+
+    def _news(self) -> None:
+        self.news_seq += 1
+        self._cond.notify_all()
+
+    def wait_for_news(self, seen: int, timeout_s: float) -> int:
+        """Answers once there is news past ``seen`` (a checkpoint, the stop) or after
+        ``timeout_s``: the news count to pass next time."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.news_seq > seen, timeout=timeout_s)
+            return self.news_seq
+
+    def request_stop(self, reason: str, detail: str | None = None) -> None:
+        with self._cond:
+            self._stop(reason, detail)
+
+    # ----- the driver -----
+    def _settle_stop_calls(self) -> None:
+        """Read the stop calls that answered; a data-plane actor that died needs no stop."""
+        for call in [c for c in self.stop_calls if c.done()]:
+            self.stop_calls.remove(call)
+            try:
+                call.result(timeout_s=0)
+            except RoleError as exc:
+                self.mail.events.append(f"telling the data plane to stop failed: {exc}")
+
+    def drain_reports(self) -> Reports:
+        """Everything reported since the last drain, plus the counters and the stop state."""
+        with self._cond:
+            self._settle_stop_calls()
+            return self.mail.drain(self.counters, self.stop_reason, self.stop_detail)
+
+    def stall_report(self) -> StallReport:
+        with self._cond:
+            now = time.monotonic()
+            return StallReport(
+                waiting=dict(self.waiting),
+                last_push_age_s={w: round(now - t, 1) for w, t in self.last_push.items()},
+                active_workers=len(self.active_workers),
+            )
+
+    def stats(self) -> CoordinatorStats:
+        with self._cond:
+            return CoordinatorStats(
+                transitions_collected=self.collected,
+                transitions_dropped={k: v for k, v in self.dropped.items() if v},
+                rows_sent=dict(self.rows_sent),
+                weights_versions=self.weights_version,
+                weights_rejected=self.weights_rejected,
+                env_errors=self.env_error_count,
+                episodes_dropped=self.episodes_dropped,
+                stop_reason=self.stop_reason,
+                stop_detail=self.stop_detail,
+                busy_s=round(self.busy_s, 3),
+            )

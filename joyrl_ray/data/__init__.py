@@ -1,0 +1,1 @@
+"""The data plane: replay shards (off-policy) or the rollout queue (on-policy)."""

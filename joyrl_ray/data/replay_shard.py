@@ -1,0 +1,260 @@
+"""The DataServer: one shard of the replay, with its own rate limiter.
+
+Off-policy runs have ``general_cfg.n_replay_shards`` of them. Worker ``k`` inserts into
+shard ``k mod n`` (its frames stay with the shard that holds its steps); learners sample
+every shard in turn (see :mod:`joyrl_ray.data.sampling`) and write priorities back to the
+shard a row came from. A shard knows nothing of the run beyond its rows: the coordinator
+counts env steps and tells it when the run stops.
+
+Prioritized replay is per shard (as in Ape-X): priorities, the sum tree and the importance
+weights' normalisation are this shard's own.
+
+Nobody polls it: a throttled worker and a learner ahead of the data block inside the call
+until the wait is over, the run stops, or the call's deadline passes (a threaded actor on
+Ray; in one process every deadline is 0).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows
+from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from joyrl_ray.buffers.frames import FrameStore, frame_capacity
+from joyrl_ray.data.rate_limiter import DRAINING_STOPS, SampleToInsertRatio
+from joyrl_ray.data_needs import ReplayNeeds
+from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.messages import Frames, InsertAck, Placement, SampleGrant, WaitState
+from joyrl_ray.placement import node_here
+
+
+@dataclass
+class ShardStats:
+    shard: int
+    transitions_stored: int
+    transitions_dropped: dict[str, int]
+    priorities_applied: int
+    buffer: dict[str, float]
+    busy_s: float
+
+
+def build_buffer(needs: ReplayNeeds, capacity: int, seed: int | None) -> ReplayBuffer:
+    if needs.prioritized:
+        return PrioritizedReplayBuffer(
+            capacity,
+            alpha=needs.per_alpha,
+            beta_start=needs.per_beta_start,
+            beta_annealing_samples=needs.per_beta_samples,
+            eps=needs.per_eps,
+            seed=seed,
+        )
+    return ReplayBuffer(capacity, seed=seed)
+
+
+class DataServer:
+    """One replay shard: inserts, samples, priority updates, and its rate limiter."""
+
+    def __init__(
+        self,
+        *,
+        needs: ReplayNeeds,
+        shard: int = 0,
+        n_shards: int = 1,
+        n_learners: int = 1,
+        learner_lag_tolerance: int = 64,
+        seed: int | None = None,
+        buffer_state: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        self._cond = threading.Condition()
+        self.needs = needs
+        self.shard = shard
+        self.capacity = math.ceil(needs.buffer_size / n_shards)
+        shard_seed = None if seed is None else seed + 7919 * shard
+        self.buffer = build_buffer(needs, self.capacity, shard_seed)
+        self.frames: FrameStore | None = None  # stacked image observations, one frame each
+        warmup = math.ceil(needs.learn_start / n_shards)
+        if buffer_state is not None:  # a resume that kept its replay: no refill needed
+            self.buffer.load_state_dict(buffer_state)
+            if "frame_ring" in buffer_state:
+                self.frames = FrameStore(frame_capacity(self.capacity))
+                self.frames.load_state_dict(buffer_state)
+            warmup = 0
+        self.limiter = SampleToInsertRatio(
+            updates_per_step=needs.updates_per_step,
+            warmup=warmup,
+            min_rows=needs.batch_size,
+            lag_tolerance=learner_lag_tolerance,
+            n_learners=n_learners,
+        )
+        self.stored = 0
+        self.dropped: Counter[str] = Counter()
+        self.priorities_applied = 0
+        self.stop_reason: str | None = None
+        self.waiting: dict[str, WaitState] = {}
+        role = "data server" if n_shards == 1 else f"data server {shard}"
+        self.placement = Placement(role, *node_here(), os.getpid())
+        self.busy_s = 0.0
+        freeze_startup_heap()
+
+    def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
+        if ready() or timeout_s <= 0:
+            return ready()
+        self.waiting[who] = WaitState(what, time.monotonic())
+        try:
+            return self._cond.wait_for(ready, timeout=timeout_s)
+        finally:
+            self.waiting.pop(who, None)
+
+    def _throttled(self) -> bool:
+        return self.limiter.throttled(len(self.buffer), self.stop_reason is not None)
+
+    # ----- workers -----
+    def insert(self, worker_id: int, batch: Batch, frames: Frames | None = None) -> InsertAck:
+        """Store a worker's folded transitions (with ``frames``, observations are frame ids)."""
+        t0 = time.monotonic()
+        with self._cond:
+            rows = batch_rows(batch)
+            if self.stop_reason is not None:  # a chunk that raced the stop: not learned from
+                self.dropped["after_stop"] += rows
+            elif rows:
+                if frames is not None:
+                    batch = self._frame_indices(worker_id, batch, frames)
+                self.buffer.add(batch)
+                self.stored += rows
+                self.limiter.inserted += rows
+                self._cond.notify_all()
+            ack = InsertAck(self.shard, rows, self._throttled())
+        self.busy_s += time.monotonic() - t0
+        return ack
+
+    def _frame_indices(self, worker_id: int, batch: Batch, frames: Frames) -> Batch:
+        if self.frames is None:
+            self.frames = FrameStore(frame_capacity(self.capacity))
+        self.frames.add(worker_id, frames.ids, frames.pixels)
+        return {
+            **batch,
+            OBS: self.frames.translate(worker_id, batch[OBS]),
+            NEXT_OBS: self.frames.translate(worker_id, batch[NEXT_OBS]),
+        }
+
+    def wait_for_room(self, worker_id: int, timeout_s: float) -> InsertAck:
+        """Block while the learners trail this shard's ratio; the ack says if they still do."""
+        with self._cond:
+            self._wait(
+                f"worker {worker_id}",
+                f"the learner to catch up (replay shard {self.shard})",
+                lambda: not self._throttled(),
+                timeout_s,
+            )
+            return InsertAck(self.shard, 0, self._throttled())
+
+    # ----- learners -----
+    def learner_started(self, generation: int) -> Placement:
+        """A learner group (re)starts: the old group's rounds are void. Says where this runs."""
+        with self._cond:
+            self.limiter.new_generation(generation)
+            self._cond.notify_all()
+            return self.placement
+
+    def _learning_over(self) -> bool:
+        if self.stop_reason is None:
+            return False
+        if self.stop_reason not in DRAINING_STOPS:
+            return True
+        return self.limiter.grantable(len(self.buffer)) <= 0
+
+    def sample_round(
+        self, rank: int, round_id: int, rows: int, max_updates: int, timeout_s: float
+    ) -> SampleGrant:
+        """Batches of ``rows`` for learner ``rank``'s part of this shard's round ``round_id``
+        (as many as the ratio allows, at most ``max_updates``, waiting up to ``timeout_s``)."""
+        with self._cond:
+            limiter = self.limiter
+
+            def decidable() -> bool:
+                return (
+                    round_id in limiter.rounds
+                    or limiter.grantable(len(self.buffer)) > 0
+                    or self._learning_over()
+                )
+
+            what = f"data (replay shard {self.shard}'s update-to-data ratio)"
+            self._wait(f"learner {rank}", what, decidable, timeout_s)
+            decided = limiter.decide(round_id, max_updates, len(self.buffer), self._learning_over())
+            t0 = time.monotonic()  # busy from here: the wait above is idle time
+            batches = [self._sample(rows) for _ in range(decided.updates)]
+            limiter.served(round_id, decided, rank)
+            self._cond.notify_all()
+            self.busy_s += time.monotonic() - t0
+        return SampleGrant(batches, decided.stop)
+
+    def _sample(self, rows: int) -> Batch:
+        batch = self.buffer.sample(rows)
+        if self.frames is not None:  # rebuild the stacked observations from their frames
+            batch[OBS] = self.frames.gather(batch[OBS])
+            batch[NEXT_OBS] = self.frames.gather(batch[NEXT_OBS])
+        return batch
+
+    def update_priorities(
+        self, slots: np.ndarray, generations: np.ndarray, priorities: np.ndarray
+    ) -> int:
+        """New priorities for rows sampled from this shard; refuses non-finite or negative."""
+        priorities = np.asarray(priorities)
+        bad = ~np.isfinite(priorities) | (priorities < 0)
+        if bad.any():
+            raise ValueError(
+                f"update_priorities got {int(bad.sum())} of {len(priorities)} priorities that "
+                f"are not finite and >= 0 (e.g. {priorities[bad][0]!r}): the learner's TD errors "
+                "diverged; check the env's rewards or lower algo_cfg.lr"
+            )
+        t0 = time.monotonic()
+        with self._cond:
+            applied = self.buffer.update_priorities(slots, generations, priorities)
+            self.priorities_applied += applied
+        self.busy_s += time.monotonic() - t0
+        return applied
+
+    # ----- the run -----
+    def request_stop(self, reason: str) -> None:
+        """The run stopped (the coordinator says so): waiting callers wake."""
+        with self._cond:
+            if self.stop_reason is None:
+                self.stop_reason = reason
+            self._cond.notify_all()
+
+    def where(self) -> Placement:
+        return self.placement
+
+    def waiting_roles(self) -> dict[str, WaitState]:
+        with self._cond:
+            return dict(self.waiting)
+
+    def buffer_state(self) -> dict[str, np.ndarray]:
+        """This shard's contents, for ``general_cfg.save_buffer``."""
+        with self._cond:
+            state = self.buffer.state_dict()
+            if self.frames is not None:
+                state.update(self.frames.state_dict())
+            return state
+
+    def stats(self) -> ShardStats:
+        with self._cond:
+            buffer = self.buffer.stats()
+            if self.frames is not None:
+                buffer.update(self.frames.stats())
+            return ShardStats(
+                shard=self.shard,
+                transitions_stored=self.stored,
+                transitions_dropped={k: v for k, v in self.dropped.items() if v},
+                priorities_applied=self.priorities_applied,
+                buffer=buffer,
+                busy_s=round(self.busy_s, 3),
+            )

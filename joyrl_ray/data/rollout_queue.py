@@ -1,0 +1,187 @@
+"""The DataServer of an on-policy run: the synchronous rollout queue.
+
+Each worker pushes one rollout per weights version; the learner takes, per iteration, one
+fresh rollout from every active worker, joined in worker order (a seeded run learns from
+the same joined rollout on either backend, however the pushes raced), and split by env
+columns among the learners. A rollout made with other weights than the learner's current
+version is dropped and counted. The queue learns the current version from the learner's
+request, and the stop and lost workers from the coordinator and the runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from joyrl_ray.batch import Batch, concat, take_envs
+from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.messages import InsertAck, Placement, RolloutGrant, WaitState
+from joyrl_ray.placement import node_here
+
+
+class _Rollout(NamedTuple):
+    version: int  # the weights version it was collected with
+    steps: int  # env steps in it
+    worker_id: int
+    batch: Batch
+
+
+@dataclass
+class _Round:
+    stop: bool = False
+    shares: list[Batch | None] = field(default_factory=list)  # per rank
+    served: set[int] = field(default_factory=set)
+
+
+@dataclass
+class QueueStats:
+    transitions_stored: int
+    transitions_dropped: dict[str, int]
+    busy_s: float
+
+
+class RolloutQueue:
+    """Rollouts, queued until every active worker has sent one for the current version."""
+
+    def __init__(self, *, n_workers: int, n_learners: int = 1) -> None:
+        self._cond = threading.Condition()
+        self.n_learners = n_learners
+        self.active_workers = set(range(n_workers))
+        self.rollouts: list[_Rollout] = []
+        self.rounds: dict[int, _Round] = {}
+        self.generation = 0
+        self.stored = 0
+        self.dropped: Counter[str] = Counter()
+        self.stop_reason: str | None = None
+        self.waiting: dict[str, WaitState] = {}
+        self.placement = Placement("data server", *node_here(), os.getpid())
+        self.busy_s = 0.0
+        freeze_startup_heap()
+
+    def push_rollout(self, worker_id: int, version: int, rollout: Batch) -> InsertAck:
+        t0 = time.monotonic()
+        with self._cond:
+            steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
+            if self.stop_reason is not None:
+                self.dropped["after_stop"] += steps
+            else:
+                self.rollouts.append(_Rollout(version, steps, worker_id, rollout))
+            self._cond.notify_all()
+        self.busy_s += time.monotonic() - t0
+        return InsertAck(0, steps, False)
+
+    def learner_started(self, generation: int) -> Placement:
+        with self._cond:
+            if generation > self.generation:
+                self.generation = generation
+                self.rounds.clear()
+            return self.placement
+
+    def take_rollouts(
+        self, rank: int, round_id: int, version: int, timeout_s: float
+    ) -> RolloutGrant:
+        """Learner ``rank``'s env columns of this iteration's rollouts made with ``version``.
+
+        Rank 0 (which alone publishes, so knows the current version) decides the round once
+        a rollout of ``version`` from every active worker is in (also after the stop: the
+        rollouts were made before it), or that learning is over; the other ranks wait for
+        its decision. A round not decided by the deadline is not recorded: every rank asks
+        for it again. Env columns that do not divide evenly among the learners are dropped
+        and counted.
+        """
+        with self._cond:
+
+            def complete() -> bool:
+                fresh = sum(1 for r in self.rollouts if r.version == version)
+                return fresh >= len(self.active_workers) > 0
+
+            def ready() -> bool:
+                if round_id in self.rounds:
+                    return True
+                stop = self.stop_reason is not None
+                if rank == 0:
+                    return complete() or stop
+                return stop and not complete()  # else: rank 0 decides
+
+            if not ready() and timeout_s > 0:
+                self.waiting[f"learner {rank}"] = WaitState(
+                    "rollouts from every worker", time.monotonic()
+                )
+                try:
+                    self._cond.wait_for(ready, timeout=timeout_s)
+                finally:
+                    self.waiting.pop(f"learner {rank}", None)
+            decided = self.rounds.get(round_id)
+            if decided is None:
+                if rank != 0 or not ready():
+                    return RolloutGrant(None, rank != 0 and ready())
+                decided = self._make_round(version)
+                self.rounds[round_id] = decided
+            share = decided.shares[rank] if decided.shares else None
+            decided.served.add(rank)
+            if len(decided.served) >= self.n_learners:
+                self.rounds.pop(round_id, None)
+            return RolloutGrant(share, decided.stop)
+
+    def _make_round(self, version: int) -> _Round:
+        for stale in (r for r in self.rollouts if r.version != version):
+            self.dropped["stale_rollout"] += stale.steps
+        self.rollouts = sorted(
+            (r for r in self.rollouts if r.version == version), key=lambda r: r.worker_id
+        )
+        count = len(self.active_workers)
+        if len(self.rollouts) < count or not count:  # the run stopped first
+            return _Round(stop=True)
+        taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
+        joined = concat([r.batch for r in taken], axis=1)
+        n_envs = joined["rewards"].shape[1]
+        per_rank = n_envs // self.n_learners
+        length = joined["rewards"].shape[0]
+        self.stored += length * per_rank * self.n_learners
+        uneven = length * (n_envs - per_rank * self.n_learners)
+        if uneven:
+            self.dropped["uneven_learner_split"] += uneven
+        shares: list[Batch | None] = [
+            take_envs(joined, r * per_rank, (r + 1) * per_rank) for r in range(self.n_learners)
+        ]
+        return _Round(shares=shares)
+
+    def drop_worker(self, worker_id: int) -> None:
+        """A worker is gone for good: iterations expect one rollout fewer."""
+        with self._cond:
+            self.active_workers.discard(worker_id)
+            self._cond.notify_all()
+
+    def request_stop(self, reason: str) -> None:
+        with self._cond:
+            if self.stop_reason is None:
+                self.stop_reason = reason
+            self._cond.notify_all()
+
+    def where(self) -> Placement:
+        return self.placement
+
+    def waiting_roles(self) -> dict[str, WaitState]:
+        with self._cond:
+            return dict(self.waiting)
+
+    def finish(self) -> None:
+        """At the end of a run: queued rollouts nobody learned from are dropped, counted."""
+        with self._cond:
+            for unused in self.rollouts:
+                self.dropped["unused_at_stop"] += unused.steps
+            self.rollouts = []
+
+    def stats(self) -> QueueStats:
+        with self._cond:
+            return QueueStats(
+                transitions_stored=self.stored,
+                transitions_dropped={k: v for k, v in self.dropped.items() if v},
+                busy_s=round(self.busy_s, 3),
+            )
