@@ -8,7 +8,7 @@ import pytest
 
 import main
 from joyrl_ray.config import ConfigError, RunConfig, load_config
-from tests.conftest import ROOT, run_main
+from tests.support.runs import ROOT, run_main
 
 JOYRL_YAML = """
 general_cfg:

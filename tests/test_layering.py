@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from algos import ALGORITHMS
-from tests.conftest import ROOT
+from tests.support.runs import ROOT
 
 ALGOS_DIR = ROOT / "algos"
 RUNTIME_DIR = ROOT / "joyrl_ray"

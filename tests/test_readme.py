@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from joyrl_ray.config_docs import reference
-from tests.conftest import ROOT
+from tests.support.runs import ROOT
 
 
 def test_readme_config_reference_is_current() -> None:

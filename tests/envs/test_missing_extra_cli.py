@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.conftest import run_main
+from tests.support.runs import run_main
 
 
 def test_missing_extra_is_one_line_exit_2_and_no_ray(tmp_path: Path) -> None:
     t0 = time.monotonic()
     result = run_main(
-        "env_cfg.id=tests.envs.extra_envs:NeedsBox2DEnv",
+        "env_cfg.id=tests.support.extra_envs:NeedsBox2DEnv",
         "general_cfg.mp_backend=ray",
         "general_cfg.progress=false",
         f"general_cfg.tasks_dir={tmp_path}",

@@ -24,8 +24,8 @@ from joyrl_ray.handles import LocalHandle
 from joyrl_ray.learner import Learner
 from joyrl_ray.messages import Counters
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import ROOT, make_cfg
-from tests.modes.modes_setup import TRAIN_OVERRIDES, epsilon
+from tests.support.modes_setup import TRAIN_OVERRIDES, epsilon
+from tests.support.runs import ROOT, make_cfg
 
 
 def rows(path: Path) -> list[dict[str, str]]:

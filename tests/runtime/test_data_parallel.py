@@ -36,7 +36,7 @@ from algos.parallel import DataParallel
 from envs.probe import probe_env
 from joyrl_ray.config import RunConfig
 from joyrl_ray.distributed import ProcessGroup
-from tests.conftest import make_cfg, run_main
+from tests.support.runs import make_cfg, run_main
 
 # The rank actor below travels to Ray by value, not by module name.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 import pytest
-from runtime_procs import (
+
+from tests.support.procs import (
     ROOT,
     TrackedRun,
     alive,

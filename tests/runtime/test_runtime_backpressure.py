@@ -13,7 +13,7 @@ from joyrl_ray.clients import DataServerClient
 from joyrl_ray.data_server import DataServer, StopRule
 from joyrl_ray.handles import RayHandle, RayStore
 from joyrl_ray.worker import Worker
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from runtime_procs import ROOT, alive, descendants, free_port, main_env, task_dirs, wait_gone
+
+from tests.support.procs import ROOT, alive, descendants, free_port, main_env, task_dirs, wait_gone
 
 pytestmark = pytest.mark.cluster
 START_TIMEOUT_S = 180

@@ -19,7 +19,7 @@ from joyrl_ray.clients import DataServerClient
 from joyrl_ray.data_server import DataServer, StopRule
 from joyrl_ray.handles import LocalHandle, LocalStore
 from joyrl_ray.worker import Worker
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 CHUNK, LEARN_START, MAX_ENV_STEPS = 64, 64, 100_000
 

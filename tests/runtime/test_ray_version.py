@@ -12,7 +12,7 @@ import pytest
 
 from joyrl_ray.ray_cluster import ClusterError
 from joyrl_ray.ray_version import SUPPORTED_RAY, check_ray_version, is_supported
-from tests.conftest import ROOT
+from tests.support.runs import ROOT
 
 
 def test_installed_ray_is_supported() -> None:
