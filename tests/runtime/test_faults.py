@@ -177,6 +177,38 @@ def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solv
         run.kill()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_learner_killed_past_its_restart_budget_stops_the_run_resumable(tmp_path: Path) -> None:
+    run = start(tmp_path, *FIXED, "general_cfg.max_learner_restarts=1")
+    try:
+        (first,) = wait_for(run, "the learner", lambda: role_pids(run, "ray::Learner"), 120)
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        wait_for(run, "checkpoint 1000", lambda: (task / "models" / "1000.pt").is_file(), 180)
+        kill(first)  # restart 1 of 1
+        (second,) = wait_for(
+            run, "the restarted learner", lambda: role_pids(run, "ray::Learner") - {first}, 120
+        )
+        kill(second)  # past the budget: the run stops
+        code = finish(run, RUN_TIMEOUT_S)
+        assert code == 1, run.stderr[-3000:]
+        (error,) = error_lines(run.stderr)
+        assert "the learner group failed 2 times (general_cfg.max_learner_restarts=1)" in error
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "learner_failed"
+        assert summary["learner_restarts"] == 1
+        assert summary["env_steps"] < FIXED_STEPS
+        assert "restarting the learner group from its last checkpoint (restart 1 of 1)" in (
+            log_text(task)
+        )
+        # What the learners had done is kept: the checkpoint, and a command to go on.
+        assert final_checkpoint_updates(task) >= 1000
+        assert re.search(r"^resume with: python main.py ", run.stderr, re.MULTILINE), run.stderr
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
 # ----- the DataServer -----
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
