@@ -279,6 +279,34 @@ def test_ranks_hold_identical_parameters_after_a_real_run(tmp_path, algo: str) -
     assert all(s["times"]["sync_s"] > 0 for s in learners)  # gradients went through the group
 
 
+@pytest.mark.slow
+def test_two_ppo_learners_with_several_minibatches_stop_early_on_target_kl_together(
+    tmp_path,
+) -> None:
+    """The KL early stop is decided on the KL averaged over the learners: both stop after
+    the same minibatch, so they take the same steps and end with the same parameters."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    overrides, _ = DIGEST_CASES["PPO"]
+    summary, task = train(
+        tmp_path,
+        *overrides,
+        "algo_cfg.n_minibatches=4",
+        "algo_cfg.n_epochs=10",
+        "algo_cfg.target_kl=0.002",
+        "general_cfg.n_learners=2",
+        "general_cfg.n_workers=2",
+    )
+    learners = summary["learners"]
+    assert {s["updates"] for s in learners} == {summary["updates"]} and summary["updates"] > 0
+    assert learners[0]["params_digest"] == learners[1]["params_digest"], learners
+    (events,) = (task / "logs").glob("events.*")
+    acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+    acc.Reload()
+    steps = [e.value for e in acc.Scalars("learner/minibatch_updates")]
+    assert steps and min(steps) < 4 * 10, steps  # the KL did stop an iteration's epochs early
+
+
 def checkpoint_digest(path: Path, cfg: RunConfig) -> str:
     """The parameters digest (as a learner computes it) of a checkpoint's policy."""
     from joyrl_ray.checkpoint import load_checkpoint
