@@ -164,12 +164,14 @@ class TrackedRun:
 
     @property
     def stdout(self) -> str:
-        self._out.flush()
+        if not self._out.closed:
+            self._out.flush()
         return self.out_path.read_text()
 
     @property
     def stderr(self) -> str:
-        self._err.flush()
+        if not self._err.closed:
+            self._err.flush()
         return self.err_path.read_text()
 
     def kill(self) -> None:
