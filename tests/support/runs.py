@@ -6,6 +6,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -37,15 +38,20 @@ def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> R
     return RunConfig.from_omegaconf(load_config(yaml_path, base + list(overrides)))
 
 
-def run_main(*args: str, cwd: Path = ROOT, timeout: float = 600, **popen: object):
-    """Run ``python main.py ARGS`` as a user would; returns the CompletedProcess."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **popen,
-    )
+def run_main(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run ``python main.py ARGS`` as a user would; returns its exit code and output.
+
+    Every process it started is killed afterwards, so a run that overstays ``timeout``
+    fails the test and leaves nothing behind.
+    """
+    from tests.support.procs import TrackedRun
+
+    with tempfile.TemporaryDirectory(prefix="main_") as logs:
+        run = TrackedRun(tuple(args), log_dir=Path(logs))
+        try:
+            code = run.wait(timeout, poll_s=0.2)
+            out, err = run.stdout, run.stderr
+        finally:
+            run.kill()
+    assert code is not None, f"main.py still running after {timeout:g} s\n{err[-3000:]}"
+    return subprocess.CompletedProcess([sys.executable, "main.py", *args], code, out, err)
