@@ -1,57 +1,16 @@
-"""Shared fixtures: one Ray per test session, runs in temporary task folders."""
+"""Shared fixtures: one Ray per test session (per xdist worker). Helpers live in tests/support/."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
-import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from joyrl_ray.config import RunConfig, load_config  # noqa: E402
-
-
-def needs_extra(module: str, requirements: str) -> ModuleType:
-    """``module`` from an optional extra (``requirements-<name>.txt``).
-
-    A developer without the extra sees the test skipped; in CI (``CI=true``, where
-    ``.ci/run`` installs every extra) a missing module fails the test instead, so a
-    dropped install step cannot turn a check into a silent skip.
-    """
-    if os.environ.get("CI", "").lower() in ("1", "true"):
-        try:
-            return importlib.import_module(module)
-        except ImportError as exc:
-            pytest.fail(f"CI must install {requirements}: {exc}")
-    return pytest.importorskip(module, reason=f"needs {requirements}")
-
-
-def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> RunConfig:
-    """A run config writing under ``tmp_path``, quiet, with the given overrides on top."""
-    base = [f"general_cfg.tasks_dir={tmp_path}", "general_cfg.progress=false"]
-    return RunConfig.from_omegaconf(load_config(yaml_path, base + list(overrides)))
-
-
-def run_main(*args: str, cwd: Path = ROOT, timeout: float = 600, **popen: object):
-    """Run ``python main.py ARGS`` as a user would; returns the CompletedProcess."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **popen,
-    )
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +26,33 @@ def ray_session():
         )
     yield ray
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests first, so that two xdist workers end together; and the tests sharing
+    a module- or session-scoped fixture (one run read by several tests) on one worker, so
+    that the run happens once (``--dist loadgroup``)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for name in info.names_closure:
+            defs = info.name2fixturedefs.get(name)
+            # Our own fixtures only (pytest's tmp_path_factory is session-scoped too); every
+            # worker has its own Ray.
+            if (
+                not defs
+                or name == "ray_session"
+                or not defs[-1].func.__module__.startswith("tests")
+            ):
+                continue
+            scope = defs[-1].scope
+            if scope == "session":
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
+            if scope == "module":
+                item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+                break

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import ROOT, run_main
+from tests.support.runs import ROOT, run_main
 
 CARTPOLE_DQN = str(ROOT / "configs" / "cartpole_dqn.yaml")
 
@@ -263,6 +263,41 @@ CASES = [
         r"algo 'PPO'.*algo_name='DQN'",
         r"set it to match",
     ),
+    Case(
+        "yaml_malformed",
+        yaml_file("bad.yaml", "general_cfg:\n  seed: 1\n  mode: [train\nalgo_cfg: {}\n"),
+        r"bad\.yaml: malformed yaml",
+        r"at line 4",
+    ),
+    Case(
+        "layer_type_unknown",
+        fixed("algo_cfg.value_layers=[{layer_type: lstm, layer_dim: [8], activation: relu}]"),
+        r"layer_type='lstm'",
+        r"allowed: linear, conv2d",
+    ),
+    Case(
+        "buffer_type_unknown",
+        fixed("algo_cfg.buffer_type=ring"),
+        r"algo_cfg\.buffer_type='RING'",
+        r"allowed: REPLAY_QUE, PER",
+    ),
+    Case(
+        "rollout_not_divisible_by_learners",
+        fixed(
+            "general_cfg.n_learners=2",
+            "general_cfg.algo_name=PPO",
+            "general_cfg.n_workers=3",
+            "general_cfg.n_envs_per_worker=1",
+        ),
+        r"3 envs does not split across general_cfg\.n_learners=2",
+        r"divisible by n_learners",
+    ),
+    Case(
+        "env_module_missing",
+        fixed("env_cfg.id=nosuchmodule:Env"),
+        r"env_cfg\.id='nosuchmodule:Env'",
+        r"cannot import module 'nosuchmodule'",
+    ),
     # algorithms and envs
     Case("unknown_algo", fixed("general_cfg.algo_name=Foo"), r"\bFoo\b", r"DQN.*PPO|PPO.*DQN"),
     Case(
@@ -342,9 +377,10 @@ def check_refused(case: Case, result: subprocess.CompletedProcess[str], tasks: P
     assert not tasks.exists() or not any(tasks.iterdir()), list(tasks.iterdir())
 
 
-def test_the_table_covers_enough_cases():
+def test_every_case_has_its_own_id():
+    """The quick cases' outcomes are looked up by id: a repeated id would check one twice."""
     ids = [c.id for c in CASES + RAY_CASES]
-    assert len(set(ids)) == len(ids) >= 25
+    assert len(set(ids)) == len(ids), sorted(i for i in ids if ids.count(i) > 1)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -1,4 +1,4 @@
-"""Config precedence and the one-line errors for bad input (exit code 2, before anything runs)."""
+"""Config precedence (defaults, then yaml, then the command line); bad input: test_bad_input.py."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import main
-from joyrl_ray.config import ConfigError, RunConfig, load_config
-from tests.conftest import ROOT, run_main
+from joyrl_ray.config import RunConfig, load_config
+from tests.support.runs import ROOT
 
 JOYRL_YAML = """
 general_cfg:
@@ -92,55 +91,3 @@ def test_algo_defaults_follow_the_merged_algo_name() -> None:
 def test_shipped_configs_load() -> None:
     for path in sorted((ROOT / "configs").glob("*.yaml")):
         load_config(str(path), [])
-
-
-BAD_INPUT = [
-    (["general_cfg.sed=1"], "general_cfg.seed"),  # unknown key, closest valid key named
-    (["algo_cfg.learning_rate=0.1"], "algo_cfg.learning_rate"),
-    (["general_cfg.n_workers=two"], "general_cfg.n_workers"),  # wrong type
-    (["general_cfg.algo_name=Foo"], "DQN"),  # unknown algo: lists the registered ones
-    (["env_cfg.id=CartPol-v1"], "CartPole-v1"),  # unknown env id: closest ids
-    (["env_cfg.id=nosuchmodule:Env"], "nosuchmodule"),
-    (["algo_cfg.value_layers=[{layer_type: lstm, layer_dim: [8], activation: relu}]"], "lstm"),
-    (["algo_cfg.buffer_type=ring"], "REPLAY_QUE"),
-    (["general_cfg.mode=play"], "train, test"),
-    (["seed=1"], "section.key=value"),
-]
-
-
-@pytest.mark.parametrize(("overrides", "named"), BAD_INPUT)
-def test_bad_overrides_exit_2_with_one_line(overrides, named, capsys) -> None:
-    code = main.main(overrides)
-    err = capsys.readouterr().err.strip()
-    assert code == 2
-    assert len(err.splitlines()) == 1 and named in err
-
-
-def test_missing_yaml_file(tmp_path: Path, capsys) -> None:
-    assert main.main(["--yaml", str(tmp_path / "nope.yaml")]) == 2
-    assert "nope.yaml" in capsys.readouterr().err
-
-
-def test_malformed_yaml_names_the_line(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text("general_cfg:\n  seed: 1\n  mode: [train\nalgo_cfg: {}\n")
-    assert main.main(["--yaml", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert "malformed yaml" in err and "line 4" in err
-
-
-def test_unknown_key_in_yaml(tmp_path: Path) -> None:
-    path = tmp_path / "typo.yaml"
-    path.write_text("algo_cfg:\n  epsilon_decy: 500\n")
-    with pytest.raises(ConfigError, match="did you mean algo_cfg.epsilon_decay"):
-        load_config(str(path), [])
-
-
-def test_bad_input_from_the_command_line_prints_no_traceback(tmp_path: Path) -> None:
-    result = run_main("general_cfg.sed=1", f"general_cfg.tasks_dir={tmp_path}")
-    assert result.returncode == 2
-    assert (
-        result.stderr.strip().splitlines() == [result.stderr.strip()]
-        and "did you mean general_cfg.seed" in result.stderr
-    )
-    assert not list(tmp_path.iterdir())  # nothing started, nothing written

@@ -21,7 +21,7 @@ import pytest
 import main
 from joyrl_ray.config import load_config
 from joyrl_ray.config_docs import page
-from tests.conftest import ROOT
+from tests.support.runs import ROOT
 
 README = ROOT / "README.md"
 MAX_README_LINES = 220

@@ -18,10 +18,10 @@ def test_dqn_family_is_registered() -> None:
 
 
 def test_an_algorithm_of_ones_own_by_import_path() -> None:
-    spec = get_algorithm("tests.custom_algo:COUNTING_DQN")
+    spec = get_algorithm("tests.support.custom_algo:COUNTING_DQN")
     assert spec.name == "CountingDQN" and spec.config_cls().batch_size == 8
     with pytest.raises(KeyError, match="not an AlgoSpec"):
-        get_algorithm("tests.custom_env:CountingEnv")
+        get_algorithm("tests.support.custom_env:CountingEnv")
 
 
 def test_unknown_algorithm_lists_registered_names() -> None:
@@ -43,7 +43,9 @@ def test_gymnasium_env_by_id() -> None:
 
 def test_custom_env_by_import_path() -> None:
     cfg = RunConfig.from_omegaconf(
-        load_config(None, ["env_cfg.id=tests.custom_env:CountingEnv", "env_cfg.kwargs={goal: 3}"])
+        load_config(
+            None, ["env_cfg.id=tests.support.custom_env:CountingEnv", "env_cfg.kwargs={goal: 3}"]
+        )
     )
     env = make_env(cfg.env)
     env.reset(seed=0)
@@ -51,11 +53,11 @@ def test_custom_env_by_import_path() -> None:
 
 
 def test_custom_env_by_gymnasium_register() -> None:
-    gym.register("CountingEnv-v0", entry_point="tests.custom_env:CountingEnv")
+    gym.register("CountingEnv-v0", entry_point="tests.support.custom_env:CountingEnv")
     check_env_id("CountingEnv-v0")
     assert isinstance(make_env(EnvConfig(id="CountingEnv-v0")).unwrapped.goal, int)
 
 
 def test_bad_import_path_is_named() -> None:
-    with pytest.raises(EnvSpecError, match="tests.custom_env"):
-        check_env_id("tests.custom_env:NoSuchEnv")
+    with pytest.raises(EnvSpecError, match="tests.support.custom_env"):
+        check_env_id("tests.support.custom_env:NoSuchEnv")

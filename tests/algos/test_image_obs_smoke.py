@@ -17,7 +17,7 @@ import yaml
 
 from envs.toy_image import ToyImageEnv
 from joyrl_ray.runner import run
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 CONV = [
     {"layer_type": "conv2d", "layer_dim": [8], "kernel_size": 3, "stride": 2, "activation": "relu"},

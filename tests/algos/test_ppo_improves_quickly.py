@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from joyrl_ray.runner import run
-from tests.conftest import ROOT, make_cfg
+from tests.support.runs import ROOT, make_cfg
 
 
 def yaml_path(name: str) -> str:

@@ -137,3 +137,42 @@ def test_sac_alpha_tuning_and_state_round_trip() -> None:
     restored = make("SAC")
     restored.load_state_dict(algo.state_dict())
     assert restored.alpha == pytest.approx(algo.alpha) and restored.updates == 3
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_critic_targets_bootstrap_truncated_steps_and_not_terminated_ones(name: str) -> None:
+    """By hand: ``y = r + discounts * V'(s')``, where the worker's folding gives a step cut
+    off by a time limit its discount (gamma^n) and a terminated one 0."""
+    algo = make(name, **({"policy_noise": 0.0} if name == "TD3" else {}))
+    batch = transitions(4)
+    gamma = 0.99
+    # truncated after 1 step, terminated, truncated after 3 folded steps, terminated
+    batch["discounts"] = np.array([gamma, 0.0, gamma**3, 0.0], np.float32)
+    next_obs = torch.as_tensor(batch["next_obs"])
+    with torch.no_grad():
+        if name == "SAC":
+            noise_rng = torch.Generator().manual_seed(0)
+            noise_rng.set_state(algo.torch_rng.get_state())  # the noise learn() will draw
+            noise = algo.parallel.global_randn(4, 2, noise_rng, torch.device("cpu"))
+            next_actions, log_prob = algo.policy.actor(next_obs, noise)
+            value = (
+                torch.min(*algo.critic_target(next_obs, next_actions)) - algo.alpha * log_prob
+            )
+        else:
+            next_actions = algo.actor_target(next_obs).clamp(-1.0, 1.0)
+            value = torch.min(*algo.critic_target(next_obs, next_actions))
+    expected = batch["rewards"] + batch["discounts"] * value.numpy()
+
+    targets: list[torch.Tensor] = []
+    update_critic = algo.update_critic
+
+    def recording(columns, actions, target):  # the target the critics are moved towards
+        targets.append(target.clone())
+        return update_critic(columns, actions, target)
+
+    algo.update_critic = recording  # type: ignore[method-assign]
+    algo.learn(batch)
+    (target,) = targets
+    np.testing.assert_allclose(target.numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(target.numpy()[[1, 3]], batch["rewards"][[1, 3]])
+    assert (value.abs() > 1e-4).all()  # so the bootstrapped rows do differ from the rewards

@@ -9,7 +9,8 @@ from gymnasium.wrappers import FrameStackObservation
 from joyrl_ray.batch import NEXT_OBS, OBS
 from joyrl_ray.buffers.frames import FrameEncoder, FrameStore, frame_capacity
 from joyrl_ray.buffers.nstep import NStepFolder
-from tests.frame_envs import CountingFramesEnv
+from joyrl_ray.buffers.replay import ReplayBuffer
+from tests.support.frame_envs import CountingFramesEnv
 
 STACK, N_ENVS, N_STEP, GAMMA = 4, 3, 3, 0.9
 
@@ -80,8 +81,28 @@ def test_a_restarted_worker_starts_a_new_stream_of_ids() -> None:
     )
 
 
-def test_an_atari_replay_of_100k_transitions_fits_well_under_3_gb() -> None:
-    frame = 84 * 84  # one grayscale uint8 frame
-    ids = 2 * STACK * 8  # obs and next_obs as int64 frame indices per transition
-    total = frame_capacity(100_000) * frame + 100_000 * ids
-    assert total < 1.5e9, total  # vs 5.6e9 with both stacks stored per transition
+def test_an_atari_replay_of_100k_transitions_allocates_under_1_5_gb() -> None:
+    """The arrays a 100k replay of 84x84 stacks really allocates (pages stay untouched).
+
+    Storing both stacks per transition would allocate 5.6 GB here.
+    """
+    side, steps = 84, 8
+    rng = np.random.default_rng(0)
+    new_frames = rng.integers(0, 256, (steps + STACK, 1, side, side), dtype=np.uint8)
+    stacks = np.stack([new_frames[t : t + STACK] for t in range(steps + 1)])  # [T+1, E, k, H, W]
+    stacks = stacks.transpose(0, 2, 1, 3, 4).reshape(steps + 1, 1, STACK, side, side)
+    chunk = {
+        OBS: stacks[:-1],
+        NEXT_OBS: stacks[1:],
+        "actions": np.zeros((steps, 1), np.int64),
+        "rewards": np.zeros((steps, 1), np.float32),
+        "terminated": np.zeros((steps, 1), bool),
+        "truncated": np.zeros((steps, 1), bool),
+    }
+    encoded, ids, pixels = FrameEncoder(n_envs=1, stack=STACK).encode(chunk)
+    store, replay = FrameStore(frame_capacity(100_000)), ReplayBuffer(100_000)
+    store.add(0, ids, pixels)
+    replay.add({key: np.asarray(value)[:, 0] for key, value in encoded.items()})
+    assert store.frames is not None
+    allocated = store.frames.nbytes + sum(c.nbytes for c in replay.columns.values())
+    assert allocated < 1.5e9, allocated

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from envs import EnvConfig, EnvSpecError, make_env, probe_env
-from tests.conftest import ROOT, needs_extra
+from tests.support.runs import ROOT, needs_extra
 
 needs_extra("ale_py", "requirements-atari.txt")
 needs_extra("cv2", "requirements-atari.txt")

@@ -9,7 +9,7 @@ import torch
 from algos.networks import build_network
 from envs import probe_env
 from joyrl_ray.config import RunConfig, load_config
-from tests.conftest import ROOT, needs_extra
+from tests.support.runs import ROOT, needs_extra
 
 ATARI = ("requirements-atari.txt", ("ale_py", "cv2"))
 BOX2D = ("requirements-box2d.txt", ("Box2D",))

@@ -9,11 +9,11 @@ import gymnasium as gym
 import pytest
 
 from envs import EnvConfig, EnvSpecError, check_env_id, check_wrappers, make_env
-from tests.conftest import run_main
-from tests.envs import registering_env
-from tests.envs.registering_env import ENV_ID, CountdownEnv
+from tests.support import registering_env
+from tests.support.registering_env import ENV_ID, CountdownEnv
+from tests.support.runs import run_main
 
-MODULE = "tests.envs.registering_env"
+MODULE = "tests.support.registering_env"
 
 
 def _steps_to_done(env: gym.Env) -> int:

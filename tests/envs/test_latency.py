@@ -13,7 +13,7 @@ import pytest
 import envs.latency
 from envs import EnvSpecError, make_env, probe_env
 from envs.latency import StepLatency
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from envs import EnvConfig, learning_rewards
-from tests.conftest import run_main
-from tests.envs.extra_envs import BIG_REWARDS
+from tests.support.extra_envs import BIG_REWARDS
+from tests.support.runs import run_main
 
 
 def test_off_by_default_and_then_untouched() -> None:
@@ -38,7 +38,7 @@ def test_atari_integer_rewards_become_their_sign() -> None:
 @pytest.mark.slow
 def test_episode_returns_are_the_unclipped_score(tmp_path: Path) -> None:
     result = run_main(
-        "env_cfg.id=tests.envs.extra_envs:BigRewardEnv",
+        "env_cfg.id=tests.support.extra_envs:BigRewardEnv",
         "env_cfg.clip_rewards=true",
         "general_cfg.mp_backend=single",
         "general_cfg.max_env_steps=200",

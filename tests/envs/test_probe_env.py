@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from envs import EnvConfig, EnvSpecError, probe_env
-from tests.conftest import ROOT, needs_extra
+from tests.support.runs import ROOT, needs_extra
 
-EXTRA_ENVS = "tests.envs.extra_envs"
+EXTRA_ENVS = "tests.support.extra_envs"
 
 
 def _one_line_error(cfg: EnvConfig) -> str:

@@ -4,18 +4,19 @@ Why: the equivalence tests show that two learners take the steps one learner wou
 same data; these runs show the whole arrangement (batches sampled per rank in rounds the
 DataServer decides, rollouts split by env, rank 0 publishing and checkpointing) learns as
 well in practice. Each case is the real CLI on a local Ray, seed 1, read through
-summary.json only; the two run side by side.
+summary.json only, in its own test with its own time limit.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.learning.cli_runs import Cases, evals, train_selected
-from tests.side_by_side import Outcome
+from tests.support.cli_runs import assert_solved, train
 
 SOLVED = 475.0
-
+RUN_TIMEOUT_S = 540
 
 #: name -> (yaml, overrides, env-step budget)
 CASES = {
@@ -28,28 +29,19 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def multi_learner_runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Outcome[dict]]:
-    """Both cases, side by side (``tests/side_by_side.py``)."""
-    cases: Cases = {
-        name: (config, (*overrides, f"general_cfg.max_env_steps={budget}"), SOLVED)
-        for name, (config, overrides, budget) in CASES.items()
-    }
-    return train_selected(request, tmp_path_factory, cases, ())
-
-
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("case", list(CASES))
-def test_two_learners_solve_cartpole_within_budget(
-    multi_learner_runs: dict[str, Outcome[dict]], case: str
-) -> None:
-    budget = CASES[case][2]
-    summary = multi_learner_runs[case].result()
+def test_two_learners_solve_cartpole_within_budget(tmp_path: Path, case: str) -> None:
+    config, overrides, budget = CASES[case]
+    summary = train(
+        tmp_path / case,
+        config,
+        (*overrides, f"general_cfg.max_env_steps={budget}"),
+        SOLVED,
+        RUN_TIMEOUT_S,
+    )
     assert summary["n_learners"] == 2
-    assert summary["solved"] and summary["stop_reason"] == "reward_threshold", evals(summary)
-    solving = next(e for e in summary["eval_history"] if e["return_mean"] >= SOLVED)
-    assert solving["env_steps"] <= budget, evals(summary)
+    assert_solved(summary, SOLVED, budget)
     digests = {s["params_digest"] for s in summary["learners"]}
     assert len(digests) == 1, summary["learners"]

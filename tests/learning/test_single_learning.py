@@ -3,20 +3,22 @@
 Why: one process is reproducible, so these runs pin what an algorithm learns at a fixed
 seed independently of the Ray runtime (``test_ray_learning.py`` covers that). Each case
 runs the real CLI with the shipped yaml (the hyperparameters a user runs) and a budget a
-few times what seed 1 needs, and reads ``results/summary.json``. The runs go two at a
-time (``tests/side_by_side.py``); the quick learning checks of the default suite live
-beside the algorithms (``tests/test_dqn_learning.py``, ``tests/algos/``).
+few times what seed 1 needs, and reads ``results/summary.json``. Each case is its own
+test, with its own time limit; the quick learning checks of the default suite live beside
+the algorithms (``tests/algos/``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.learning.cli_runs import assert_solved, train_selected
-from tests.side_by_side import Outcome
+from tests.support.cli_runs import assert_solved, train
 
-#: id -> (yaml under configs/, overrides, threshold on the best eval return); the longest
-#: runs first.
+RUN_TIMEOUT_S = 540
+
+#: id -> (yaml under configs/, overrides, threshold on the best eval return)
 CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     "dqn-cartpole": ("cartpole_dqn", ("general_cfg.max_env_steps=60000",), 475.0),
     "td3-pendulum": ("pendulum_td3", ("general_cfg.max_env_steps=20000",), -200.0),
@@ -53,14 +55,16 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def single_runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Outcome[dict]]:
-    return train_selected(request, tmp_path_factory, CASES, ("general_cfg.mp_backend=single",))
-
-
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("case", list(CASES))
-def test_reaches_threshold_in_one_process(single_runs: dict[str, Outcome[dict]], case: str) -> None:
-    assert_solved(single_runs[case].result(), CASES[case][2])
+def test_reaches_threshold_in_one_process(tmp_path: Path, case: str) -> None:
+    config, overrides, threshold = CASES[case]
+    summary = train(
+        tmp_path / case,
+        config,
+        ("general_cfg.mp_backend=single", *overrides),
+        threshold,
+        RUN_TIMEOUT_S,
+    )
+    assert_solved(summary, threshold)

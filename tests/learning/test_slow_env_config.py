@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.learning.cli_runs import assert_solved, train
+from tests.support.cli_runs import assert_solved, train
 
 
 @pytest.mark.slow

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import make_cfg
-from tests.modes.modes_setup import TRAIN_OVERRIDES
+from tests.support.modes_setup import TRAIN_OVERRIDES
+from tests.support.runs import make_cfg
 
 
 @pytest.fixture(scope="session")

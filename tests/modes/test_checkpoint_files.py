@@ -16,6 +16,7 @@ from joyrl_ray.checkpoint import (
     load_checkpoint,
     resolve_task_dir,
 )
+from tests.support.procs import kill_mid_write
 
 
 def state(updates: int) -> dict:
@@ -70,8 +71,28 @@ def test_best_falls_back_to_last_and_numbers_are_exact(tmp_path: Path) -> None:
         find_checkpoint(task, "999")
 
 
-def test_a_killed_save_leaves_a_loadable_previous_checkpoint(tmp_path: Path) -> None:
-    """SIGKILL mid-save: a stray temp file, a truncated file; loading picks the intact one."""
+def test_a_save_killed_mid_write_leaves_the_previous_checkpoint_intact(tmp_path: Path) -> None:
+    """A process writing a big last.pt is killed with SIGKILL while the bytes go out."""
+    store = store_with(tmp_path, [100])
+    models = store.dir
+    before = (models / "last.pt").read_bytes()
+    save_big = (
+        "import torch; from pathlib import Path; "
+        "from joyrl_ray.checkpoint import atomic_torch_save; "
+        "atomic_torch_save({'algo_name': 'DQN', 'policy': {'w': torch.ones(2**25)}, "
+        "'counters': {'env_steps': 0, 'episodes': 0, 'updates': 200}}, "
+        f"Path({str(models / 'last.pt')!r}))"
+    )
+    partial = kill_mid_write(save_big, models, "*last.pt*")
+    assert partial.exists()  # killed mid-write: its temp file, hidden, is all there is of it
+    assert (models / "last.pt").read_bytes() == before
+    assert sorted(p.name for p in models.glob("*.pt")) == ["100.pt", "last.pt"]
+    found = find_checkpoint(models.parent, "last")
+    assert found.path.name == "last.pt" and found.state["counters"]["updates"] == 100
+
+
+def test_loading_passes_over_torn_and_stray_files_to_the_newest_intact_one(tmp_path: Path) -> None:
+    """A stray temp file, a truncated file: loading picks the intact one."""
     store = store_with(tmp_path, [100, 200, 300])
     models = store.dir
     # Killed while writing 400.pt: its temp file is all that exists of it.

@@ -12,8 +12,8 @@ import pytest
 
 from joyrl_ray import export_minari, trajectories
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import make_cfg, needs_extra
-from tests.modes.modes_setup import TRAIN_OVERRIDES
+from tests.support.modes_setup import TRAIN_OVERRIDES
+from tests.support.runs import make_cfg, needs_extra
 
 LAYERS = next(o for o in TRAIN_OVERRIDES if o.startswith("algo_cfg.value_layers="))
 

@@ -10,8 +10,8 @@ import pytest
 
 from joyrl_ray.checkpoint import load_checkpoint
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import make_cfg
-from tests.modes.modes_setup import TRAIN_OVERRIDES
+from tests.support.modes_setup import TRAIN_OVERRIDES
+from tests.support.runs import make_cfg
 
 
 def event_scalars(logs: Path) -> dict[str, list[tuple[int, float]]]:

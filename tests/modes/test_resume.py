@@ -25,8 +25,8 @@ from joyrl_ray.messages import Counters
 from joyrl_ray.plane_clients import LearnerLinks
 from joyrl_ray.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import ROOT, make_cfg
-from tests.modes.modes_setup import TRAIN_OVERRIDES, epsilon
+from tests.support.modes_setup import TRAIN_OVERRIDES, epsilon
+from tests.support.runs import ROOT, make_cfg
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -143,6 +143,47 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
     assert learner.weights_version == checkpoint["weights_version"] + 1  # published once
     assert torch.equal(torch.get_rng_state(), checkpoint["rng"]["torch"])
     assert algorithm.rng.bit_generator.state == checkpoint["rng"]["numpy"]
+
+
+@pytest.mark.parametrize("algo", ["SAC", "TD3"])
+def test_a_restored_learner_continues_the_noise_stream_of_its_checkpoint(
+    algo: str, tmp_path: Path
+) -> None:
+    """SAC's and TD3's learning noise comes from their own generator (rng["learning"]): a
+    learner resumed from a checkpoint draws what the checkpointed one would have drawn next."""
+    yaml = str(ROOT / "configs" / f"pendulum_{algo.lower()}.yaml")
+    overrides = (
+        "general_cfg.mp_backend=single",
+        "general_cfg.seed=3",
+        "general_cfg.max_env_steps=400",
+        "general_cfg.model_save_fre=50",
+        "general_cfg.online_eval=false",
+        "general_cfg.save_fig=false",
+        "algo_cfg.learn_start=200",
+        "algo_cfg.random_steps=200",
+    )
+    trained = run(make_cfg(tmp_path, *overrides, yaml_path=yaml))
+    path = trained.task_dir / "models" / "last.pt"
+    checkpoint = load_checkpoint(path)
+    assert checkpoint["counters"]["updates"] > 0
+    expected = torch.Generator().manual_seed(0)
+    expected.set_state(checkpoint["rng"]["learning"])
+    untouched = torch.Generator().manual_seed(0).get_state()
+    assert not torch.equal(checkpoint["rng"]["learning"], untouched)  # it was drawn from
+
+    cfg = make_cfg(tmp_path, *overrides, yaml_path=yaml)
+    counters = Counters(**checkpoint["counters"])
+    setup = PlaneSetup(stop_rule=StopRule(), needs=None, n_workers=1, counters=counters)
+    planes = LocalPlanes(setup, LocalStore())
+    learner = Learner(
+        cfg,
+        LearnerLinks(planes.coordinator, [], None, LocalStore()),
+        probe_env(cfg.env),
+        start_state=path.read_bytes(),
+    )
+    learner.start(None)
+    drawn = learner.algorithm.noise(8)
+    torch.testing.assert_close(drawn, torch.randn(drawn.shape, generator=expected))
 
 
 def test_resume_from_a_torn_last_checkpoint_uses_the_newest_intact_one(

@@ -13,8 +13,8 @@ import yaml
 from joyrl_ray import trajectories
 from joyrl_ray.cli import run_from_cli
 from joyrl_ray.runner import RunResult, run
-from tests.conftest import make_cfg, run_main
-from tests.modes.modes_setup import TRAIN_OVERRIDES
+from tests.support.modes_setup import TRAIN_OVERRIDES
+from tests.support.runs import make_cfg, run_main
 
 # The trained run's network (tests/modes/conftest.py); a test run must build the same one.
 LAYERS = next(o for o in TRAIN_OVERRIDES if o.startswith("algo_cfg.value_layers="))

@@ -11,6 +11,7 @@ import pytest
 from joyrl_ray import trajectories
 from joyrl_ray.trajectories import TrajectoryWriter
 from joyrl_ray.video import MAX_FRAMES, MAX_SIDE, FrameSampler, write_gif
+from tests.support.procs import kill_mid_write
 
 
 def fake_traj(i: int, length: int = 4) -> dict[str, np.ndarray]:
@@ -46,14 +47,20 @@ def test_writer_splits_files_and_load_reads_them_back_in_order(tmp_path: Path) -
     assert not list(results.glob(".*.tmp"))
 
 
-def test_flush_rewrites_the_open_file_atomically(tmp_path: Path) -> None:
-    writer = TrajectoryWriter(tmp_path, max_per_file=1000)
-    writer.extend([fake_traj(0)])
-    writer.flush()  # what the periodic flush does: a crash after it loses nothing flushed
-    assert len(trajectories.load(tmp_path)) == 1
-    writer.extend([fake_traj(1)])
-    writer.close()
-    assert len(trajectories.load(tmp_path)) == 2
+def test_a_flush_killed_mid_write_leaves_what_was_flushed_before(tmp_path: Path) -> None:
+    """The periodic flush rewrites the open file: a process killed with SIGKILL while it
+    writes keeps the file as the previous flush left it."""
+    writer_code = (
+        "import numpy as np; from pathlib import Path; "
+        "from joyrl_ray.trajectories import TrajectoryWriter; "
+        f"writer = TrajectoryWriter(Path({str(tmp_path)!r}), max_per_file=1000); "
+        "small = {'obs': np.zeros((4, 2), np.float32)}; "
+        "writer.extend([small]); writer.flush(); "
+        "writer.extend([{'obs': np.ones((2**23, 4), np.float32)}]); writer.flush()"
+    )
+    kill_mid_write(writer_code, tmp_path, "*trajs_0.pkl*")
+    loaded = trajectories.load(tmp_path)
+    assert len(loaded) == 1 and loaded[0]["obs"].shape == (4, 2)
 
 
 def test_load_without_files_says_where(tmp_path: Path) -> None:

@@ -12,14 +12,14 @@ import json
 
 import pytest
 
-from tests.conftest import run_main
+from tests.support.runs import run_main
 
 
 @pytest.mark.parametrize("backend", ["single", "ray"])
 def test_a_failing_priority_write_back_stops_the_run_naming_it(tmp_path, backend):
     done = run_main(
         f"general_cfg.mp_backend={backend}",
-        "env_cfg.id=tests.diverging_env:OverflowingRewardEnv",
+        "env_cfg.id=tests.support.diverging_env:OverflowingRewardEnv",
         "algo_cfg.buffer_type=PER",
         "algo_cfg.learn_start=64",
         "algo_cfg.batch_size=32",

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from runtime_procs import ROOT, descendants, main_env, task_dirs
 
 from joyrl_ray.ray_version import SUPPORTED_RAY, is_supported
+from tests.support.procs import ROOT, descendants, main_env, task_dirs
 
 OUTSIDE = "2.49.2"
 VENV = Path(tempfile.gettempdir()) / f"joyrl-ray-{OUTSIDE}-venv"

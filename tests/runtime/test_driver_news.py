@@ -12,12 +12,15 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 
+import pytest
+
 from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.handles import LocalStore
 from joyrl_ray.messages import CheckpointRef
 
 NEVER_S = 600.0  # the waiter's own deadline: reached only if the news never woke it
 PATIENCE_S = 30.0  # how long the test waits for the waiter to answer
+STILL_WAITING_S = 1.0  # how long a waiter with nothing new must keep waiting
 
 
 def _wait_in_thread(server: Coordinator, seen: int) -> Future[int]:
@@ -46,7 +49,8 @@ def test_a_waiting_driver_is_woken_by_a_checkpoint_and_then_by_the_stop() -> Non
 
     # News already seen does not end a wait; the stop does.
     second = _wait_in_thread(server, seen=seen)
-    assert not second.done()
+    with pytest.raises(TimeoutError):  # still waiting a while later: nothing new came
+        second.result(timeout=STILL_WAITING_S)
     server.request_stop("max_env_steps")
     assert second.result(timeout=PATIENCE_S) == seen + 1
     assert server.drain_reports().stop_reason == "max_env_steps"

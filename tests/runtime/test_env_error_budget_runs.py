@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_main
+from tests.support.runs import ROOT, run_main
 
 CARTPOLE_DQN = (
     "--yaml",
@@ -56,7 +56,7 @@ def test_env_raising_on_every_step_stops_with_exit_1_and_one_line(
     # machine); the margin is for a loaded one.
     done = run_main(
         *CARTPOLE_DQN,
-        "env_cfg.id=tests.faulty_envs:BrokenStepEnv",
+        "env_cfg.id=tests.support.faulty_envs:BrokenStepEnv",
         f"env_cfg.vector_mode={mode}",
         f"general_cfg.tasks_dir={tmp_path}",
         timeout=60,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import ROOT, run_main
+from tests.support.runs import ROOT, run_main
 
 
 def test_run_stopping_with_evaluations_queued_exits_with_its_own_code(tmp_path: Path) -> None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import ROOT, run_main
+from tests.support.runs import ROOT, run_main
 
 
 def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(tmp_path) -> None:
     done = run_main(
         "--yaml",
         str(ROOT / "configs" / "cartpole_ppo.yaml"),
-        "env_cfg.id=tests.faulty_envs:EvalBrokenEnv",
+        "env_cfg.id=tests.support.faulty_envs:EvalBrokenEnv",
         "general_cfg.seed=1",
         "general_cfg.max_env_steps=6144",  # 5 updates or more
         "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update

@@ -31,7 +31,9 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
-from runtime_procs import (
+
+from joyrl_ray.ray_version import has_token_auth, installed_ray
+from tests.support.procs import (
     ROOT,
     TrackedRun,
     alive,
@@ -42,8 +44,6 @@ from runtime_procs import (
     task_dirs,
     wait_gone,
 )
-
-from joyrl_ray.ray_version import has_token_auth, installed_ray
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 START_TIMEOUT_S = 180

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_main
+from tests.support.runs import ROOT, run_main
 
 PPO_RUN = (
     "--yaml",

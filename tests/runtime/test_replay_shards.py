@@ -11,7 +11,7 @@ import pytest
 
 from joyrl_ray.config import ConfigError
 from joyrl_ray.runner import run
-from tests.conftest import ROOT, make_cfg
+from tests.support.runs import ROOT, make_cfg
 
 PER = str(ROOT / "configs" / "cartpole_dqn_per.yaml")
 RUN = (

@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-from runtime_procs import free_port, main_env, task_dirs
 
 from joyrl_ray import ray_cluster
 from joyrl_ray.ray_cluster import ClusterError
+from tests.support.procs import free_port, main_env, task_dirs
 
 pytestmark = pytest.mark.ray_compat  # also run on the oldest supported Ray (.ci/run)
 
@@ -19,7 +19,7 @@ def test_unreachable_address_exits_2_with_one_line(tmp_path):
     import subprocess
     import sys
 
-    from runtime_procs import ROOT
+    from tests.support.procs import ROOT
 
     port = free_port()
     t0 = time.monotonic()

@@ -14,7 +14,7 @@ from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.handles import RayHandle, RayStore
 from joyrl_ray.plane_clients import CoordinatorClient, DataServerClient, WorkerLink
 from joyrl_ray.worker import Worker
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

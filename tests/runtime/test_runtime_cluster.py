@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 import pytest
-from runtime_procs import (
+
+from joyrl_ray.ray_version import has_token_auth, installed_ray
+from tests.support.procs import (
     ROOT,
     TrackedRun,
     alive,
@@ -33,8 +35,6 @@ from runtime_procs import (
     task_dirs,
     wait_gone,
 )
-
-from joyrl_ray.ray_version import has_token_auth, installed_ray
 
 pytestmark = pytest.mark.cluster
 START_TIMEOUT_S = 180

@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from runtime_procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
+
+from tests.support.procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
+
+# Looks for leftover Ray processes machine-wide: run by itself in CI.
+pytestmark = pytest.mark.alone
 
 LEARN_START = 200
 RATIO = 1.0
@@ -84,8 +88,6 @@ def test_update_to_data_ratio_is_kept(local_run):
     # tolerance (plus the pushes in flight); at the step limit it catches up with the ratio.
     assert allowed - 8 <= updates <= allowed, (updates, allowed)
     assert abs(updates / (env_steps - LEARN_START) - RATIO) < 0.02
-    # The throttle did its work: workers waited for the learner.
-    assert summary["time_s"]["workers_push_wait"] > 0
 
 
 def test_summary_accounting_is_consistent(local_run):
@@ -106,8 +108,6 @@ def test_summary_accounting_is_consistent(local_run):
     roles = {"coordinator", "data server", "learner 0", "worker 0", "worker 1"}
     assert set(summary["placement"]["roles"]) == roles
     times = summary["time_s"]
-    for key in ("workers_stepping", "workers_push_wait", "learner_learning", "learner_data_wait"):
-        assert times[key] >= 0, key
     assert times["workers_stepping"] > 0 and times["learner_learning"] > 0
     assert times["learner_learning"] + times["learner_data_wait"] <= summary["wall_time_s"]
     worker_total = times["workers_stepping"] + times["workers_push_wait"]

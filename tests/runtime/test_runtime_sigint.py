@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 import torch
-from runtime_procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
 
 from joyrl_ray.checkpoint import checkpoint_updates
+from tests.support.procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
 
 
 def _wait_training(run: TrackedRun, tasks, timeout: float) -> None:
@@ -28,6 +29,7 @@ def _wait_training(run: TrackedRun, tasks, timeout: float) -> None:
     raise AssertionError(f"no checkpoint within {timeout} s\n{run.stderr[-3000:]}")
 
 
+@pytest.mark.alone
 def test_sigint_stops_the_run_cleanly(tmp_path):
     ray_before = ray_procs()  # the test session's Ray, other runs on this machine
     run = TrackedRun(

@@ -19,7 +19,7 @@ from joyrl_ray.handles import RayStore
 from joyrl_ray.learner import LEARNED, Learner
 from joyrl_ray.planes import PlaneSetup, RayPlanes
 from joyrl_ray.worker import Worker
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 # The probe subclasses below travel to the actors by value, not by module name.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

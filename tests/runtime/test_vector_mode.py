@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_main
-from tests.runtime.runtime_procs import TrackedRun, alive, descendants, task_dirs
+from tests.support.procs import TrackedRun, alive, descendants, task_dirs
+from tests.support.runs import run_main
 
 STEPS = 4_000
 

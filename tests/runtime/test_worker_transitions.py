@@ -44,8 +44,7 @@ class StepCountEnv(gym.Env):
         return np.array([self.t], dtype=np.float32), float(self.t), self.t >= GOAL, False, {}
 
 
-@pytest.fixture(scope="module")
-def collected() -> tuple[dict[str, np.ndarray], list[Any]]:
+def collect(*overrides: str) -> tuple[dict[str, np.ndarray], list[Any]]:
     """Every transition the worker pushed (in order), and the episodes it reported."""
     cfg = RunConfig.from_omegaconf(
         load_config(
@@ -57,6 +56,7 @@ def collected() -> tuple[dict[str, np.ndarray], list[Any]]:
                 f"general_cfg.worker_chunk_steps={CHUNK}",
                 f"general_cfg.max_env_steps={STEPS}",
                 "algo_cfg.learn_start=100000",  # collection only
+                *overrides,
             ],
         )
     )
@@ -76,6 +76,11 @@ def collected() -> tuple[dict[str, np.ndarray], list[Any]]:
     buffer = planes.shard_objects[0].buffer
     stored = {key: column[: len(buffer)] for key, column in buffer.columns.items()}
     return stored, planes.server.drain_reports().episodes
+
+
+@pytest.fixture(scope="module")
+def collected() -> tuple[dict[str, np.ndarray], list[Any]]:
+    return collect()
 
 
 def test_every_transition_steps_the_count_by_one(collected) -> None:
@@ -102,3 +107,16 @@ def test_reported_episodes_are_the_envs_returns_and_lengths(collected) -> None:
     assert ends == sorted(ends)  # reported in the order they ended
     # With 3 envs in lockstep, episodes end together every GOAL vector steps.
     assert ends[::N_ENVS] == [N_ENVS * (GOAL * k - 1) for k in range(1, len(ends) // N_ENVS + 1)]
+
+
+def test_a_time_limit_truncation_keeps_its_last_observation_and_bootstraps() -> None:
+    """``max_step`` cuts every episode after LIMIT steps, before the env ends it itself."""
+    limit, gamma = 3, 0.9
+    stored, episodes = collect(f"general_cfg.max_step={limit}", f"algo_cfg.gamma={gamma}")
+    np.testing.assert_array_equal(stored[NEXT_OBS], stored[OBS] + 1)  # never the reset's obs
+    cut = stored[NEXT_OBS][:, 0] == limit
+    assert cut.sum() == N_ENVS * (STEPS // N_ENVS // limit)  # every finished episode
+    # Truncated, not terminated: the value of the last observation is bootstrapped.
+    np.testing.assert_allclose(stored[DISCOUNTS][cut], gamma)
+    np.testing.assert_allclose(stored[DISCOUNTS][~cut], gamma)
+    assert {(e.ret, e.length) for e in episodes} == {(limit * (limit + 1) / 2, limit)}

@@ -19,7 +19,7 @@ from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.handles import LocalStore
 from joyrl_ray.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.worker import Worker
-from tests.conftest import make_cfg
+from tests.support.runs import make_cfg
 
 CHUNK, LEARN_START, MAX_ENV_STEPS = 64, 64, 100_000
 

@@ -1,4 +1,5 @@
-"""CartPole variants that fail on purpose, for the fault tests (``env_cfg.id=tests.faulty_envs:X``).
+"""CartPole variants that fail on purpose, for the fault tests
+(``env_cfg.id=tests.support.faulty_envs:X``).
 
 They fail in the worker processes of a real run: the driver builds one env before anything
 starts (to read its spaces) and does not step it, so each of them gets past those checks.

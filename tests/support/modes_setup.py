@@ -1,4 +1,4 @@
-"""Settings shared by the modes-and-outputs tests (imported as tests.modes.modes_setup)."""
+"""Settings shared by the modes-and-outputs tests (``tests/modes/``)."""
 
 from __future__ import annotations
 

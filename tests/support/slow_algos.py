@@ -1,5 +1,5 @@
 """A learner made slow on purpose, for tests that need one: DQN whose every update also
-sleeps ``learn_sleep_s`` (named by import path: ``tests.slow_algos:SLOW_DQN``)."""
+sleeps ``learn_sleep_s`` (named by import path: ``tests.support.slow_algos:SLOW_DQN``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An env whose rewards overflow: a learner's TD errors, and so its PER priorities, stop
-being finite (``tests.diverging_env:OverflowingRewardEnv``)."""
+being finite (``tests.support.diverging_env:OverflowingRewardEnv``)."""
 
 from __future__ import annotations
 

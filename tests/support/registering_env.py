@@ -1,6 +1,6 @@
 """A user env module that registers its own gymnasium id on import.
 
-``env_cfg.id=tests.envs.registering_env:JoyrlCountdown-v0`` must import this module and
+``env_cfg.id=tests.support.registering_env:JoyrlCountdown-v0`` must import this module and
 then make the registered id, as ``gymnasium.make`` does; ``...:CountdownEnv`` names the
 class itself.
 """

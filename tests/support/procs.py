@@ -164,12 +164,14 @@ class TrackedRun:
 
     @property
     def stdout(self) -> str:
-        self._out.flush()
+        if not self._out.closed:
+            self._out.flush()
         return self.out_path.read_text()
 
     @property
     def stderr(self) -> str:
-        self._err.flush()
+        if not self._err.closed:
+            self._err.flush()
         return self.err_path.read_text()
 
     def kill(self) -> None:
@@ -192,3 +194,29 @@ class TrackedRun:
 
 def task_dirs(tasks_dir: Path) -> list[Path]:
     return sorted(p for p in Path(tasks_dir).glob("*") if p.is_dir())
+
+
+def kill_mid_write(code: str, folder: Path, pattern: str, timeout: float = 60) -> Path:
+    """Run ``code`` in a new interpreter and SIGKILL it while it writes a file matching
+    ``pattern`` under ``folder`` (once that file has a first megabyte); returns that file's
+    path. Fails when the process ends before it could be killed mid-write."""
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for path in folder.glob(pattern):
+                try:
+                    size = path.stat().st_size
+                except FileNotFoundError:
+                    continue
+                if size >= 1 << 20:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait(10)
+                    return path
+            assert proc.poll() is None, f"the writer exited ({proc.returncode}) before the kill"
+            time.sleep(0.001)
+        raise AssertionError(f"no {pattern} being written within {timeout:g} s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

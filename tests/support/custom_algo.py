@@ -1,4 +1,5 @@
-"""An algorithm of a user's own, named by import path (``tests.custom_algo:COUNTING_DQN``)."""
+"""An algorithm of a user's own, named by import path
+(``tests.support.custom_algo:COUNTING_DQN``)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import run_main
+from tests.support.runs import run_main
 
 
 def test_single_process_run_writes_the_task_directory(tmp_path: Path) -> None:

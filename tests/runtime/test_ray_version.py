@@ -20,7 +20,7 @@ from joyrl_ray.ray_version import (
     installed_ray,
     is_supported,
 )
-from tests.conftest import ROOT
+from tests.support.runs import ROOT
 
 pytestmark = pytest.mark.ray_compat
 

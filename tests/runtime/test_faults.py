@@ -1,0 +1,415 @@
+"""Faults caused for real in real runs: ``python main.py`` on a local Ray, killed roles, envs
+that raise or hang, signals. Each run asserts the accounting identity
+(``transitions_collected == transitions_stored + sum(transitions_dropped)``) besides what
+the fault should lead to.
+
+Roles are found as a user would find them: the processes below main.py whose command line
+is ``ray::Worker...``, ``ray::Learner...``, ``ray::DataServer`` (a replay shard) or
+``ray::Coordinator``, killed with SIGKILL by pid. The runs are DQN on CartPole-v1 with two
+workers. Most are fixed-length (no reward threshold): they show the fault's outcome and the
+accounting, not learning. Two still run to the solve (evaluation >= 475 within 80k env
+steps): a learner restarted from the last checkpoint, and a replay shard restarted empty,
+must each leave a run that learns. Each run is its own test, with its own
+time limit; every process it started is killed when the test ends.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import shlex
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runs import assert_accounting, assert_solved, config_path, summary_of
+from tests.support.procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
+from tests.support.watch import (
+    env_steps,
+    error_lines,
+    final_checkpoint_updates,
+    finish,
+    kill,
+    log_text,
+    role_pids,
+    the_task,
+    wait_for,
+)
+
+SOLVED = 475.0
+SOLVE_BUDGET = 80_000  # env steps; CartPole solves at 20-40k
+FIXED_STEPS = 25_000  # the fixed-length runs: long enough for every fault to happen in
+RUN_TIMEOUT_S = 300.0  # a run here takes 30-120 s; beyond this it hangs
+TEST_TIMEOUT_S = RUN_TIMEOUT_S + 120  # the run, plus the waits before its fault
+CARTPOLE = (
+    "--yaml",
+    config_path("cartpole_dqn"),
+    "general_cfg.n_workers=2",
+    "general_cfg.seed=1",
+    "general_cfg.progress=false",
+    "general_cfg.save_fig=false",
+)
+FIXED = ("general_cfg.reward_threshold=null", f"general_cfg.max_env_steps={FIXED_STEPS}")
+TO_SOLVE = (f"general_cfg.reward_threshold={SOLVED:g}", f"general_cfg.max_env_steps={SOLVE_BUDGET}")
+
+
+def start(tmp_path: Path, *overrides: str) -> TrackedRun:
+    return TrackedRun(
+        (*CARTPOLE, f"general_cfg.tasks_dir={tmp_path}", *overrides), log_dir=tmp_path
+    )
+
+
+def two(pids: set[int]) -> set[int] | None:
+    return pids if len(pids) == 2 else None
+
+
+def log_time(task: Path, text: str) -> float:
+    """When the first log line holding ``text`` was written (seconds since the epoch)."""
+    for line in log_text(task).splitlines():
+        if text in line:
+            stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            return stamp.timestamp()
+    raise AssertionError(f"no log line with {text!r}\n{log_text(task)[-3000:]}")
+
+
+# ----- workers -----
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_killed_worker_restarts_twice_then_is_dropped_and_the_run_goes_on(tmp_path: Path) -> None:
+    run = start(tmp_path, *FIXED, "general_cfg.max_worker_restarts=2")
+    try:
+        pids = wait_for(run, "two workers", lambda: two(role_pids(run, "ray::Worker")), 120)
+        wait_for(run, "2000 env steps", lambda: env_steps(tmp_path) >= 2000, 120)
+        victim = min(pids)
+        kill(victim)  # kill 1: Ray restarts it, the DataServer counts the restart
+        seen = set(pids)
+        for restart in (1, 2):
+            wait_for(
+                run,
+                f"restart {restart} in the log",
+                lambda r=restart: f"(restart {r})" in log_text(the_task(tmp_path)),
+                120,
+            )
+            now = role_pids(run, "ray::Worker")
+            (victim,) = now - seen  # the restarted worker is the one process not seen before
+            seen |= now
+            # Right after it registered again, so that all three kills come well before the
+            # fixed budget runs out, however slowly restarts go on a busy machine.
+            kill(victim)  # kill 2 (a restart), then kill 3: past its budget of 2, dropped
+        code = finish(run, RUN_TIMEOUT_S)
+        task = the_task(tmp_path)
+        summary = summary_of(task)
+        assert code == 0, run.stderr[-3000:]
+        # The other worker carried the run to its end.
+        assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= FIXED_STEPS
+        assert summary["worker_restarts"] == 2
+        assert list(summary["worker_restarts_by_worker"].values()) == [2]
+        (dropped,) = summary["workers_dropped"]
+        assert summary["worker_restarts_by_worker"] == {str(dropped): 2}
+        log = log_text(task)
+        assert log.count(f"worker {dropped} was restarted on") == 2, log
+        assert f"worker {dropped} died past its restart budget (2)" in log, log
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+# ----- envs -----
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged(tmp_path: Path) -> None:
+    # About 1 in 100 steps raises: ~250 errors in the run, within the default budget
+    # (max_env_errors_per_1000=20 over the last 50k env steps).
+    run = start(tmp_path, *FIXED, "general_cfg.fault_injection.env_error_rate=0.01")
+    try:
+        code = finish(run, RUN_TIMEOUT_S)
+        task = the_task(tmp_path)
+        summary = summary_of(task)
+        assert code == 0, run.stderr[-3000:]
+        assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= FIXED_STEPS
+        assert summary["env_errors"] > 0
+        # The steps taken before each error are real transitions and are kept (cut off as
+        # truncated); only a chunk that failed on its first step leaves steps to drop.
+        dropped = summary["transitions_dropped"].get("env_error", 0)
+        assert dropped < 0.02 * summary["transitions_collected"], summary["transitions_dropped"]
+        first = summary["first_env_error"]
+        assert "InjectedEnvError" in first and "env_error_rate=0.01" in first, first
+        assert first in log_text(task)
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+# ----- the learner -----
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solves(
+    tmp_path: Path,
+) -> None:
+    run = start(tmp_path, *TO_SOLVE)
+    try:
+        (learner,) = wait_for(run, "the learner", lambda: role_pids(run, "ray::Learner"), 120)
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        # After a checkpoint or two, so that the restart resumes from one.
+        wait_for(run, "checkpoint 2000", lambda: (task / "models" / "2000.pt").is_file(), 180)
+        kill(learner)
+        code = finish(run, RUN_TIMEOUT_S)
+        summary = summary_of(task)
+        assert code == 0, run.stderr[-3000:]
+        assert summary["learner_restarts"] == 1
+        log = log_text(task)
+        assert "restarting the learner group from its last checkpoint (restart 1 of 3)" in log
+        assert summary["placement"]["roles"]["learner 0"]["pid"] != learner  # a new process
+        # Versions are fenced: the restarted learner published the newest ones.
+        (stats,) = summary["learners"]
+        assert stats["weights_version"] == summary["weights_versions"]
+        assert final_checkpoint_updates(task) == summary["updates"]
+        assert_solved(summary, SOLVED, SOLVE_BUDGET)
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_learner_killed_past_its_restart_budget_stops_the_run_resumable(tmp_path: Path) -> None:
+    run = start(tmp_path, *FIXED, "general_cfg.max_learner_restarts=1")
+    try:
+        (first,) = wait_for(run, "the learner", lambda: role_pids(run, "ray::Learner"), 120)
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        wait_for(run, "checkpoint 1000", lambda: (task / "models" / "1000.pt").is_file(), 180)
+        kill(first)  # restart 1 of 1
+        (second,) = wait_for(
+            run, "the restarted learner", lambda: role_pids(run, "ray::Learner") - {first}, 120
+        )
+        kill(second)  # past the budget: the run stops
+        code = finish(run, RUN_TIMEOUT_S)
+        assert code == 1, run.stderr[-3000:]
+        (error,) = error_lines(run.stderr)
+        assert "the learner group failed 2 times (general_cfg.max_learner_restarts=1)" in error
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "learner_failed"
+        assert summary["learner_restarts"] == 1
+        assert summary["env_steps"] < FIXED_STEPS
+        assert "restarting the learner group from its last checkpoint (restart 1 of 1)" in (
+            log_text(task)
+        )
+        # What the learners had done is kept: the checkpoint, and a command to go on.
+        assert final_checkpoint_updates(task) >= 1000
+        assert re.search(r"^resume with: python main.py ", run.stderr, re.MULTILINE), run.stderr
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+# ----- the control plane and the data plane -----
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_killed_coordinator_stops_cleanly_and_the_printed_command_resumes_with_its_buffer(
+    tmp_path: Path,
+) -> None:
+    run = start(tmp_path, *FIXED, "general_cfg.save_buffer=true")
+    resumed = None
+    try:
+        (server,) = wait_for(
+            run, "the coordinator", lambda: role_pids(run, "ray::Coordinator"), 120
+        )
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        wait_for(run, "checkpoint 2000", lambda: (task / "models" / "2000.pt").is_file(), 180)
+        kill(server)
+        code = finish(run, 120)
+        assert code == 1, run.stderr[-3000:]
+        assert (task / "results" / "summary.json").is_file(), run.stderr[-3000:]
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "coordinator_failed"
+        (error,) = error_lines(run.stderr)
+        assert "Coordinator died" in error, error
+        # The learner's final checkpoint reached the driver even though the coordinator died.
+        assert final_checkpoint_updates(task) >= 2000
+        assert (task / "models" / "replay.npz").is_file()  # save_buffer, beside last.pt
+        (command,) = re.findall(r"^resume with: (.+)$", run.stderr, re.MULTILINE)
+        assert command == summary["resume_command"]
+        argv = shlex.split(command)
+        assert argv[:2] == ["python", "main.py"]
+
+        # That command (its --yaml is the run's config.yaml: same tasks_dir), for 3000 env
+        # steps more than the killed run took.
+        more = f"general_cfg.max_env_steps={summary['env_steps'] + 3000}"
+        resumed = TrackedRun((*argv[2:], more), log_dir=tmp_path)
+        assert finish(resumed, RUN_TIMEOUT_S) == 0, resumed.stderr[-3000:]
+        (new_task,) = [t for t in task_dirs(tmp_path) if t != task]
+        after = summary_of(new_task)
+        assert after["resumed_from"] == str(task)
+        assert after["stop_reason"] == "max_env_steps", after["stop_reason"]
+        assert after["env_steps"] >= summary["env_steps"] + 3000
+        assert_accounting(after)
+        # The replay buffer came back: it holds more than this run stored itself.
+        assert after["buffer"]["size"] > after["transitions_stored"]
+    finally:
+        run.kill()
+        if resumed is not None:
+            resumed.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_killed_replay_shard_is_restarted_empty_counted_and_the_run_still_solves(
+    tmp_path: Path,
+) -> None:
+    run = start(tmp_path, *TO_SOLVE, "general_cfg.n_replay_shards=2")
+    try:
+        shards = wait_for(
+            run, "two replay shards", lambda: two(role_pids(run, "ray::DataServer")), 120
+        )
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        wait_for(run, "checkpoint 2000", lambda: (task / "models" / "2000.pt").is_file(), 180)
+        kill(min(shards))
+        # Ray restarts it (empty): a new process, its workers go on pushing into it.
+        wait_for(run, "a restarted shard", lambda: role_pids(run, "ray::DataServer") - shards, 120)
+        assert finish(run, RUN_TIMEOUT_S) == 0, run.stderr[-3000:]
+        summary = summary_of(task)
+        assert_solved(summary, SOLVED, SOLVE_BUDGET)
+        assert_accounting(summary)
+        # What the killed shard held (one worker's rows up to the kill) is counted as lost.
+        lost = summary["transitions_dropped"].get("lost_with_shard", 0)
+        assert lost >= 1000, summary["transitions_dropped"]
+    finally:
+        run.kill()
+
+
+# ----- runs that cannot make progress -----
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_hanging_env_is_reported_by_the_stall_watchdog_on_time(tmp_path: Path) -> None:
+    stall_timeout_s = 10
+    mark = tmp_path / "hung"
+    run = start(
+        tmp_path,
+        "env_cfg.id=tests.support.faulty_envs:HangingEnv",
+        f"env_cfg.kwargs={{hang_after: 1500, mark: {mark}}}",
+        f"general_cfg.stall_timeout_s={stall_timeout_s}",
+    )
+    try:
+        wait_for(run, "an env that hangs", mark.is_file, 180)
+        code = finish(run, RUN_TIMEOUT_S)
+        assert code == 1, run.stderr[-3000:]
+        # The watchdog fires once nothing moved for stall_timeout_s: counted from the last env
+        # to hang (it writes the mark; its last push may be up to a chunk earlier), to the
+        # driver's "stopping:" log line.
+        hung_at = float(mark.read_text().split()[1])
+        took = log_time(the_task(tmp_path), "stopping: no env steps") - hung_at
+        assert stall_timeout_s - 2 <= took <= 2 * stall_timeout_s, took
+        (error,) = error_lines(run.stderr)
+        assert f"no env steps and no updates for {stall_timeout_s} s" in error, error
+        assert "learner 0 waits for data" in error, error
+        assert re.search(r"no push for a long time from worker [01] \(", error), error
+        assert "stuck stepping its envs" in error, error
+        task = the_task(tmp_path)
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "stalled"
+        assert final_checkpoint_updates(task) == summary["updates"] > 0
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_an_env_that_raises_on_every_step_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    run = start(tmp_path, "env_cfg.id=tests.support.faulty_envs:BrokenStepEnv")
+    try:
+        code = finish(run, 180)
+        assert code == 1, run.stderr[-3000:]
+        (error,) = error_lines(run.stderr)
+        assert "env step raised RuntimeError: simulator crashed: segment 7 out of bounds" in error
+        assert "failed again each of the 3 times it was rebuilt" in error, error
+        task = the_task(tmp_path)
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "env_failed"
+        assert summary["env_errors"] >= 4
+        assert (task / "models" / "last.pt").is_file()  # the final checkpoint
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_workers_whose_constructor_fails_are_reported_not_restarted(tmp_path: Path) -> None:
+    run = start(tmp_path, "env_cfg.id=tests.support.faulty_envs:DriverOnlyEnv")
+    try:
+        code = finish(run, 180)
+        assert code == 1, run.stderr[-3000:]
+        (error,) = error_lines(run.stderr)
+        assert error.startswith("error: no worker left: workers 0, 1 could not start: "), error
+        assert "no simulator licence on this node" in error, error
+        task = the_task(tmp_path)
+        log = log_text(task)
+        for worker in (0, 1):
+            assert f"worker {worker} could not start: gymnasium.error.Error: no simulator" in log
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "no_workers_left"
+        assert sorted(summary["workers_dropped"]) == [0, 1]
+        assert summary["worker_restarts"] == 0  # a constructor that raises is not retried
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+# ----- driver signals -----
+@pytest.mark.alone
+@pytest.mark.parametrize(
+    "backend", [pytest.param("ray", marks=pytest.mark.slow), pytest.param("single")]
+)
+def test_sigterm_stops_the_run_like_ctrl_c_with_exit_143(tmp_path, backend):
+    ray_before = ray_procs()
+    run = start(
+        tmp_path,
+        f"general_cfg.mp_backend={backend}",
+        "general_cfg.max_env_steps=100000000",
+        "general_cfg.reward_threshold=null",
+        "general_cfg.model_save_fre=500",
+    )
+    try:
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 120)[0]
+        wait_for(run, "a checkpoint", lambda: (task / "models" / "500.pt").is_file(), 180)
+        run.poll_tree()
+        sent = time.monotonic()
+        os.kill(run.proc.pid, signal.SIGTERM)  # to main.py alone, as a scheduler sends it
+        code = run.wait(60, poll_s=0.1)
+        took = time.monotonic() - sent
+        assert code == 143, f"exit {code}\n{run.stderr[-3000:]}"
+        assert took < 15, f"exit took {took:.1f} s after SIGTERM"
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "interrupted"
+        assert final_checkpoint_updates(task) == summary["updates"] > 0
+        assert "SIGTERM: stopping every role" in log_text(task)
+        assert "Traceback" not in run.stderr, run.stderr[-3000:]
+        assert_accounting(summary)
+        started = {p: c for p, c in run.seen.items() if c}
+        if backend == "ray":
+            assert any(c.startswith("ray::") for c in started.values()), started
+        assert not wait_gone(started, timeout=15), "processes of the run still alive"
+        assert not orphaned_ray_procs(ray_before)
+    finally:
+        run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_sigterm_while_ray_starts_exits_143_in_one_line(tmp_path):
+    ray_before = ray_procs()
+    run = start(tmp_path)
+    try:
+        wait_for(run, "Ray starting", lambda: any("raylet" in c for c in run.seen.values()), 60)
+        os.kill(run.proc.pid, signal.SIGTERM)
+        assert run.wait(60, poll_s=0.1) == 143, run.stderr[-3000:]
+        assert run.stderr.strip() == "interrupted (SIGTERM) before the run started", run.stderr
+        started = {p: c for p, c in run.seen.items() if c}
+        assert not wait_gone(started, timeout=30), "processes of the run still alive"
+        assert not orphaned_ray_procs(ray_before)
+    finally:
+        run.kill()

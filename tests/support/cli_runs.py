@@ -1,0 +1,87 @@
+"""Runs of the real CLI, each its own process tree, read through ``results/summary.json``.
+
+A run is ``python main.py --yaml configs/<name>.yaml`` with seed 1, quiet, writing one task
+directory under its own folder. Every process it starts is recorded and killed when the
+test ends, however it ends (a timeout included), so a hung run leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tests.support.procs import TrackedRun, task_dirs
+from tests.support.runs import ROOT
+
+
+def config_path(name: str) -> str:
+    return str(ROOT / "configs" / f"{name}.yaml")
+
+
+def run_to_end(args: Iterable[str], tasks: Path, timeout: float) -> tuple[TrackedRun, int]:
+    """``python main.py ARGS`` until it exits (within ``timeout``); killed with its tree after."""
+    tasks.mkdir(parents=True, exist_ok=True)
+    run = TrackedRun(tuple(args), log_dir=tasks)
+    try:
+        code = run.wait(timeout)
+        assert code is not None, f"main.py still running after {timeout:g} s\n{run.stderr[-3000:]}"
+        return run, code
+    finally:
+        run.kill()
+
+
+def train(
+    tasks: Path,
+    config: str,
+    overrides: Iterable[str],
+    threshold: float | None,
+    timeout: float,
+) -> dict[str, Any]:
+    """One run to ``threshold`` (None: its whole budget); returns its summary.json."""
+    run, code = run_to_end(
+        (
+            "--yaml",
+            config_path(config),
+            "general_cfg.seed=1",
+            f"general_cfg.tasks_dir={tasks}",
+            "general_cfg.progress=false",
+            "general_cfg.save_fig=false",
+            f"general_cfg.reward_threshold={'null' if threshold is None else threshold}",
+            *overrides,
+        ),
+        tasks,
+        timeout,
+    )
+    assert code == 0, f"exit {code}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    (task,) = task_dirs(tasks)
+    return summary_of(task)
+
+
+def summary_of(task: Path) -> dict[str, Any]:
+    return json.loads((task / "results" / "summary.json").read_text())
+
+
+def evals(summary: dict) -> list[tuple[int, float]]:
+    return [(e["env_steps"], round(e["return_mean"], 1)) for e in summary["eval_history"]]
+
+
+def assert_solved(summary: dict, threshold: float, budget: int | None = None) -> None:
+    """Stopped at the first evaluation reaching ``threshold`` (within ``budget`` env steps)."""
+    assert summary["eval_history"], summary
+    assert max(e["return_mean"] for e in summary["eval_history"]) >= threshold, evals(summary)
+    assert summary["solved"] and summary["stop_reason"] == "reward_threshold", (
+        summary["stop_reason"],
+        evals(summary),
+    )
+    if budget is not None:
+        solving = next(e for e in summary["eval_history"] if e["return_mean"] >= threshold)
+        assert solving["env_steps"] <= budget, evals(summary)
+
+
+def assert_accounting(summary: dict[str, Any]) -> None:
+    """Every transition collected was stored or dropped for a named reason."""
+    collected = summary["transitions_collected"]
+    stored, dropped = summary["transitions_stored"], summary["transitions_dropped"]
+    assert collected == stored + sum(dropped.values()), (collected, stored, dropped)

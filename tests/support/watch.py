@@ -1,0 +1,78 @@
+"""Watching a running ``main.py`` from outside: bounded wait loops, its roles, its files."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+
+from joyrl_ray.checkpoint import checkpoint_updates
+from tests.support.procs import TrackedRun, descendants, task_dirs
+
+T = TypeVar("T")
+
+
+def wait_for(run: TrackedRun, what: str, probe: Callable[[], T | None], timeout: float) -> T:
+    """Poll ``probe`` until it returns something; main.py must stay alive meanwhile."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.poll_tree()
+        found = probe()
+        if found:
+            return found
+        code = run.proc.poll()
+        assert code is None, f"main.py exited ({code}) before {what}\n{run.stderr[-3000:]}"
+        time.sleep(0.3)
+    raise AssertionError(f"no {what} within {timeout:g} s\n{run.stderr[-3000:]}")
+
+
+def finish(run: TrackedRun, timeout: float) -> int:
+    """main.py's exit code; fails when it is still running after ``timeout``."""
+    code = run.wait(timeout)
+    assert code is not None, f"main.py still running after {timeout:g} s\n{run.stderr[-3000:]}"
+    return code
+
+
+def the_task(tasks: Path) -> Path:
+    (task,) = task_dirs(tasks)
+    return task
+
+
+def env_steps(tasks: Path) -> int:
+    """Env steps of the run so far, from the episodes the driver has written."""
+    dirs = task_dirs(tasks)
+    path = dirs[-1] / "results" / "episodes.csv" if dirs else None
+    if path is None or not path.is_file():
+        return 0
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return int(rows[-1]["env_steps"]) if rows else 0
+
+
+def log_text(task: Path) -> str:
+    path = task / "logs" / "log.txt"
+    return path.read_text() if path.is_file() else ""
+
+
+def role_pids(run: TrackedRun, prefix: str) -> set[int]:
+    """Pids of the run's processes whose command line starts with ``prefix``
+    (``ray::Worker``, ``ray::Learner``, ``ray::DataServer``), as a user finds them."""
+    return {pid for (pid, _), line in descendants(run.proc.pid).items() if line.startswith(prefix)}
+
+
+def kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def final_checkpoint_updates(task: Path) -> int:
+    return checkpoint_updates(torch.load(task / "models" / "last.pt", weights_only=True))
