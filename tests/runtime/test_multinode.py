@@ -129,6 +129,9 @@ class TwoNodes:
         env.pop("RAY_AUTH_TOKEN", None)
         # As from an activated venv: a job's `python` is this interpreter, with this Ray.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        # The dashboard (for `ray job submit`) starts ~9 module processes, each given 30 s
+        # to come up: too few on a loaded 2-core machine.
+        env["RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"] = "180"
         if not has_token_auth(installed_ray() or ""):
             env.pop("RAY_AUTH_MODE")
         self.cli_env = env
