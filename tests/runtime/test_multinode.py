@@ -129,6 +129,9 @@ class TwoNodes:
         env.pop("RAY_AUTH_TOKEN", None)
         # As from an activated venv: a job's `python` is this interpreter, with this Ray.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        # The dashboard (for `ray job submit`) starts ~9 module processes, each given 30 s
+        # to come up: too few on a loaded 2-core machine.
+        env["RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"] = "180"
         if not has_token_auth(installed_ray() or ""):
             env.pop("RAY_AUTH_MODE")
         self.cli_env = env
@@ -185,11 +188,30 @@ class TwoNodes:
         return left
 
 
+DASHBOARD_TRIES = 3
+
+
+def _start_head() -> TwoNodes:
+    """The head, started again when its dashboard did not come up in time: Ray 2.50 gives it
+    about 20 s, which a loaded 2-core machine can miss (the machine, not the code at test)."""
+    for attempt in range(1, DASHBOARD_TRIES + 1):
+        nodes = TwoNodes()
+        try:
+            nodes.head.wait_started()
+            return nodes
+        except AssertionError:
+            late = "Failed to start the dashboard" in nodes.head.log_text()
+            nodes.stop()
+            shutil.rmtree(nodes.root, ignore_errors=True)
+            if not late or attempt == DASHBOARD_TRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    nodes = TwoNodes()
+    nodes = _start_head()
     try:
-        nodes.head.wait_started()
         nodes.start_node2()
         yield nodes
     finally:
@@ -236,6 +258,17 @@ def _node_ids(summary: dict) -> tuple[str, str]:
     (head,) = [n["node_id"] for n in nodes if n["head"]]
     (node2,) = [n["node_id"] for n in nodes if n["resources"].get("node2")]
     return head, node2
+
+
+def _assert_on_the_drivers_node(summary: dict, node_id: str) -> None:
+    """The control plane sits on the driver's node, the raylet the driver joined. Both nodes
+    run on this machine: Ray 2.60 joins the head's raylet then, the oldest supported Ray
+    either one (a real driver's machine has one raylet)."""
+    head, node2 = _node_ids(summary)
+    if Version(installed_ray() or "0") >= Version("2.60"):
+        assert node_id == head
+    else:
+        assert node_id in (head, node2)
 
 
 def _job_actors(cluster: TwoNodes) -> list[str]:
@@ -303,15 +336,9 @@ def test_learner_pinned_to_the_second_node_still_writes_models_on_the_driver(
     head, node2 = _node_ids(summary)
     roles = summary["placement"]["roles"]
     assert roles["learner 0"]["node_id"] == node2 and roles["learner 0"]["ip"] == NODE2_IP
-    # The coordinator and the DataServer sit on the driver's node, the raylet the driver
-    # joined. Both nodes run on this machine: Ray 2.60 joins the head's raylet then, the
-    # oldest supported Ray may join either (a real driver's machine has one raylet).
-    driver_node = roles["coordinator"]["node_id"]
-    assert roles["data server"]["node_id"] == driver_node
-    if Version(installed_ray() or "0") >= Version("2.60"):
-        assert driver_node == head
-    else:
-        assert driver_node in (head, node2)
+    # The coordinator and the DataServer sit on the driver's node.
+    assert roles["data server"]["node_id"] == roles["coordinator"]["node_id"]
+    _assert_on_the_drivers_node(summary, roles["coordinator"]["node_id"])
     assert roles["worker 0"]["node_id"] == head  # the learner holds node 2's only CPU
     joined = f"2 nodes, 3 CPUs, 0 GPUs, joined {cluster.address}"
     assert summary["placement"]["cluster"] == joined
@@ -324,7 +351,8 @@ def test_learner_pinned_to_the_second_node_still_writes_models_on_the_driver(
     assert (task / "config.yaml").is_file()
     log = (task / "logs" / "log.txt").read_text()
     (line,) = [x for x in log.splitlines() if " cluster: " in x]
-    assert f"cluster: {joined};" in line and f"{NODE2_IP}: learner 0" in line
+    assert f"cluster: {joined};" in line, line
+    assert re.search(rf"{re.escape(NODE2_IP)}: [^;]*\blearner 0\b", line), line
     assert "data server" in line and "worker 0" in line
 
 
@@ -436,7 +464,7 @@ def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs
     summary = _summary(task)
     assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 800
     assert (task / "models" / "last.pt").is_file()
-    assert summary["placement"]["roles"]["data server"]["node_id"] == _node_ids(summary)[0]
+    _assert_on_the_drivers_node(summary, summary["placement"]["roles"]["data server"]["node_id"])
 
 
 # ----- losing the second node in the middle of a run (last: node 2 is gone after it) -----

@@ -235,7 +235,6 @@ def _tracked_main(cluster: Cluster, tasks: Path, *args: str, **env: str) -> Trac
     )
 
 
-@pytest.mark.ray_compat
 def test_ray_address_set_and_ray_address_default_attaches_with_no_second_raylet(cluster, tmp_path):
     address = f"127.0.0.1:{cluster.port}"
     tasks = tmp_path / "tasks"
