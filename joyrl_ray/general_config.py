@@ -31,7 +31,8 @@ class GeneralConfig:
     n_workers: int = 1  # Worker actors stepping envs
     n_envs_per_worker: int = 1  # envs per worker, one vector env (env_cfg.vector_mode)
     n_learners: int = 1  # data-parallel Learner actors (ray backend), gradients averaged
-    ray_address: str | None = None  # null: start a local Ray; auto, host:port, ray://host:port
+    ray_address: str | None = None  # null: $RAY_ADDRESS if set, else a local Ray; local, auto,
+    # host:port, ray://host:port
     ray_num_cpus: int | None = None  # CPUs for a local Ray (null: all of this machine's)
     worker_num_cpus: float | None = None  # CPUs per Worker (null: share what learners leave)
     learner_num_cpus: float = 1.0  # CPU request per Learner actor
