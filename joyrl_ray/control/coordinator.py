@@ -18,10 +18,9 @@ data-plane actor.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +39,11 @@ from joyrl_ray.messages import (
     PushAck,
     Reports,
     StallReport,
-    WaitState,
     Weights,
     WorkerReport,
     WorkerStart,
 )
+from joyrl_ray.waiting import WaitingRoom
 
 
 @dataclass
@@ -71,7 +70,7 @@ class CoordinatorStats:
     busy_s: float
 
 
-class Coordinator:
+class Coordinator(WaitingRoom):
     """Counters, the stop rule, weights, the roles' registry and the driver's mailboxes."""
 
     def __init__(
@@ -84,7 +83,7 @@ class Coordinator:
         store: ObjectStore | None = None,
         data_plane: Sequence[Any] = (),
     ) -> None:
-        self._cond = threading.Condition()
+        super().__init__()
         self.stop_rule = stop_rule
         self.learning = learning  # False in test mode: nothing is stored
         self.store = store or LocalStore()
@@ -114,7 +113,6 @@ class Coordinator:
         self.learner_generation = 0
         self.mail = Mailboxes()
         self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
-        self.waiting: dict[str, WaitState] = {}
         self.last_push: dict[int, float] = {}
         # Per worker: env steps counted but not yet delivered as rows or drops (the n-step
         # steps a worker holds back). Lost with the worker if it dies.
@@ -122,16 +120,6 @@ class Coordinator:
         self.registered: set[int] = set()
         self.busy_s = 0.0
         freeze_startup_heap()
-
-    # ----- waiting -----
-    def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
-        if ready() or timeout_s <= 0:
-            return ready()
-        self.waiting[who] = WaitState(what, time.monotonic())
-        try:
-            return self._cond.wait_for(ready, timeout=timeout_s)
-        finally:
-            self.waiting.pop(who, None)
 
     # ----- workers -----
     def _newest_weights(self) -> Weights | None:

@@ -17,11 +17,8 @@ Ray; in one process every deadline is 0).
 from __future__ import annotations
 
 import math
-import os
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +29,8 @@ from joyrl_ray.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data.rate_limiter import DRAINING_STOPS, SampleToInsertRatio
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import Frames, InsertAck, Placement, SampleGrant, WaitState
-from joyrl_ray.placement import node_here
+from joyrl_ray.messages import Frames, InsertAck, Placement, SampleGrant
+from joyrl_ray.waiting import DataPlaneRole
 
 
 @dataclass
@@ -59,7 +56,7 @@ def build_buffer(needs: ReplayNeeds, capacity: int, seed: int | None) -> ReplayB
     return ReplayBuffer(capacity, seed=seed)
 
 
-class DataServer:
+class DataServer(DataPlaneRole):
     """One replay shard: inserts, samples, priority updates, and its rate limiter."""
 
     def __init__(
@@ -73,7 +70,8 @@ class DataServer:
         seed: int | None = None,
         buffer_state: dict[str, np.ndarray] | None = None,
     ) -> None:
-        self._cond = threading.Condition()
+        role = "data server" if n_shards == 1 else f"data server {shard}"
+        super().__init__(role)
         self.needs = needs
         self.shard = shard
         self.capacity = math.ceil(needs.buffer_size / n_shards)
@@ -97,21 +95,8 @@ class DataServer:
         self.stored = 0
         self.dropped: Counter[str] = Counter()
         self.priorities_applied = 0
-        self.stop_reason: str | None = None
-        self.waiting: dict[str, WaitState] = {}
-        role = "data server" if n_shards == 1 else f"data server {shard}"
-        self.placement = Placement(role, *node_here(), os.getpid())
         self.busy_s = 0.0
         freeze_startup_heap()
-
-    def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
-        if ready() or timeout_s <= 0:
-            return ready()
-        self.waiting[who] = WaitState(what, time.monotonic())
-        try:
-            return self._cond.wait_for(ready, timeout=timeout_s)
-        finally:
-            self.waiting.pop(who, None)
 
     def _throttled(self) -> bool:
         return self.limiter.throttled(len(self.buffer), self.stop_reason is not None)
@@ -223,20 +208,6 @@ class DataServer:
         return applied
 
     # ----- the run -----
-    def request_stop(self, reason: str) -> None:
-        """The run stopped (the coordinator says so): waiting callers wake."""
-        with self._cond:
-            if self.stop_reason is None:
-                self.stop_reason = reason
-            self._cond.notify_all()
-
-    def where(self) -> Placement:
-        return self.placement
-
-    def waiting_roles(self) -> dict[str, WaitState]:
-        with self._cond:
-            return dict(self.waiting)
-
     def buffer_state(self) -> dict[str, np.ndarray]:
         """This shard's contents, for ``general_cfg.save_buffer``."""
         with self._cond:

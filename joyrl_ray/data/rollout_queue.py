@@ -10,8 +10,6 @@ request, and the stop and lost workers from the coordinator and the runtime.
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,8 +19,8 @@ import numpy as np
 
 from joyrl_ray.batch import Batch, concat, take_envs
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import InsertAck, Placement, RolloutGrant, WaitState
-from joyrl_ray.placement import node_here
+from joyrl_ray.messages import InsertAck, Placement, RolloutGrant
+from joyrl_ray.waiting import DataPlaneRole
 
 
 class _Rollout(NamedTuple):
@@ -46,11 +44,11 @@ class QueueStats:
     busy_s: float
 
 
-class RolloutQueue:
+class RolloutQueue(DataPlaneRole):
     """Rollouts, queued until every active worker has sent one for the current version."""
 
     def __init__(self, *, n_workers: int, n_learners: int = 1) -> None:
-        self._cond = threading.Condition()
+        super().__init__("data server")
         self.n_learners = n_learners
         self.active_workers = set(range(n_workers))
         self.rollouts: list[_Rollout] = []
@@ -58,9 +56,6 @@ class RolloutQueue:
         self.generation = 0
         self.stored = 0
         self.dropped: Counter[str] = Counter()
-        self.stop_reason: str | None = None
-        self.waiting: dict[str, WaitState] = {}
-        self.placement = Placement("data server", *node_here(), os.getpid())
         self.busy_s = 0.0
         freeze_startup_heap()
 
@@ -109,14 +104,7 @@ class RolloutQueue:
                     return complete() or stop
                 return stop and not complete()  # else: rank 0 decides
 
-            if not ready() and timeout_s > 0:
-                self.waiting[f"learner {rank}"] = WaitState(
-                    "rollouts from every worker", time.monotonic()
-                )
-                try:
-                    self._cond.wait_for(ready, timeout=timeout_s)
-                finally:
-                    self.waiting.pop(f"learner {rank}", None)
+            self._wait(f"learner {rank}", "rollouts from every worker", ready, timeout_s)
             decided = self.rounds.get(round_id)
             if decided is None:
                 if rank != 0 or not ready():
@@ -157,19 +145,6 @@ class RolloutQueue:
         with self._cond:
             self.active_workers.discard(worker_id)
             self._cond.notify_all()
-
-    def request_stop(self, reason: str) -> None:
-        with self._cond:
-            if self.stop_reason is None:
-                self.stop_reason = reason
-            self._cond.notify_all()
-
-    def where(self) -> Placement:
-        return self.placement
-
-    def waiting_roles(self) -> dict[str, WaitState]:
-        with self._cond:
-            return dict(self.waiting)
 
     def finish(self) -> None:
         """At the end of a run: queued rollouts nobody learned from are dropped, counted."""

@@ -1,0 +1,59 @@
+"""Waiting inside a role's call, and what every data-plane role shares.
+
+A role's caller that must wait (a throttled worker, a learner ahead of the data, the
+driver waiting for news) blocks on the role's condition until the wait is over or the
+call's deadline passes; meanwhile the role records who waits for what, which the stall
+report names. On Ray the roles are threaded actors, so a waiting call does not block the
+others; in one process every deadline is 0 and a call that would wait returns at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from joyrl_ray.messages import Placement, WaitState
+from joyrl_ray.placement import node_here
+
+
+class WaitingRoom:
+    """A condition to wait on, and who waits on it for what."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.waiting: dict[str, WaitState] = {}
+
+    def _wait(self, who: str, what: str, ready: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait (the lock released meanwhile) until ``ready()`` or the deadline passes."""
+        if ready() or timeout_s <= 0:
+            return ready()
+        self.waiting[who] = WaitState(what, time.monotonic())
+        try:
+            return self._cond.wait_for(ready, timeout=timeout_s)
+        finally:
+            self.waiting.pop(who, None)
+
+    def waiting_roles(self) -> dict[str, WaitState]:
+        with self._cond:
+            return dict(self.waiting)
+
+
+class DataPlaneRole(WaitingRoom):
+    """A data-plane actor: told of the run's stop by the coordinator, placed somewhere."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__()
+        self.stop_reason: str | None = None
+        self.placement = Placement(role, *node_here(), os.getpid())
+
+    def request_stop(self, reason: str) -> None:
+        """The run stopped (the coordinator says so): waiting callers wake."""
+        with self._cond:
+            if self.stop_reason is None:
+                self.stop_reason = reason
+            self._cond.notify_all()
+
+    def where(self) -> Placement:
+        return self.placement
