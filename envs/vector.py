@@ -89,7 +89,16 @@ def close_vector_env(envs: VectorEnv, *, broken: bool = False) -> None:
     """Close ``envs``; ``broken`` (after an env error) ends async subprocesses at once:
     one of them may be dead or mid-call, and an orderly close would wait for it."""
     with quiet_env_errors():
-        if broken and isinstance(envs, AsyncVectorEnv):
-            envs.close(terminate=True)
-        else:
+        if not (broken and isinstance(envs, AsyncVectorEnv)):
             envs.close()
+            return
+        try:
+            envs.close(terminate=True)
+        except (EOFError, OSError):
+            # A sub-env died mid-step: gymnasium's close first waits for that step's answer
+            # from the dead pipe. End the subprocesses without it.
+            for process in envs.processes:
+                if process.is_alive():
+                    process.terminate()
+                process.join(timeout=1)
+            envs.closed = True

@@ -10,10 +10,13 @@ import pytest
 
 from tests.support.cli_runs import assert_solved, train
 
+RUN_TIMEOUT_S = 540  # it takes a minute or two here; past this it hangs
+
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 def test_slow_cartpole_ppo_with_async_envs_solves_within_100k_env_steps(tmp_path: Path) -> None:
-    summary = train(tmp_path, "slow_cartpole_ppo", (), 475.0)
+    summary = train(tmp_path, "slow_cartpole_ppo", (), 475.0, RUN_TIMEOUT_S)
     assert_solved(summary, 475.0)
     assert summary["env_steps"] <= 100_000
     assert summary["env_errors"] == 0
