@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
+from joyrl_ray.atomic_file import atomic_write
 from joyrl_ray.evaluator import Evaluator
 from joyrl_ray.task_dir import TaskDir
 
@@ -75,9 +76,12 @@ def write_gif(frames: list[np.ndarray], path: Path, frame_ms: float) -> Path:
     import imageio.v2 as imageio
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    imageio.mimsave(tmp, frames, format="GIF", duration=max(frame_ms, 20.0), loop=0)
-    os.replace(tmp, path)
+    duration = max(frame_ms, 20.0)
+
+    def write(f: IO[bytes]) -> None:
+        imageio.mimsave(f, frames, format="GIF", duration=duration, loop=0)
+
+    atomic_write(path, write)
     return path
 
 
