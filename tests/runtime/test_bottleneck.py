@@ -4,9 +4,9 @@ A worker-bound run: one worker whose env sleeps 20 ms a step (``step_latency``) 
 learner asked for a quarter update per step, which then waits for data. A learner-bound
 run: a learner whose every update sleeps 10 ms (``tests.support.slow_algos:SLOW_DQN``) at
 one update per step, behind two workers stepping CartPole far faster, which wait to push.
-Each must say so in ``summary["bottleneck"]`` and in most of the progress rows' ``limit``
-while it learns (judged every 5 s over the last stretch). Pushes of 16 steps keep each wait
-short: a stretch counts a wait once it has ended.
+Each must say so in ``summary["bottleneck"]``, and the progress rows' ``limit`` while it
+learns (judged every 5 s over the last stretch) must name that side and never the other.
+Pushes of 16 steps keep each wait short: a stretch counts a wait once it has ended.
 """
 
 from __future__ import annotations
@@ -70,4 +70,7 @@ def test_a_run_built_to_be_limited_by_one_side_is_judged_so(tmp_path: Path, verd
             and row["limit"] not in ("", "-")
         ]
     assert judged, "no progress row was judged while learning"
-    assert judged.count(verdict) >= len(judged) / 2, judged
+    # Each stretch is short, and the other xdist worker's run shares the CPUs: a stretch may
+    # look balanced, but the progress line names this side and never the other one.
+    opposite = "learner_bound" if verdict == "worker_bound" else "worker_bound"
+    assert verdict in judged and opposite not in judged, judged
