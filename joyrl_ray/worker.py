@@ -203,6 +203,11 @@ class Worker:
         self.tracker = EpisodeTracker(self.n_envs)
         self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
         self.encoder = self._frame_encoder()
+        if self.encoder is not None:
+            # Frame ids refer to frames sent with earlier pushes, and a shard takes calls on
+            # several threads: two pushes of one worker in flight could be stored out of
+            # order. A worker that sends frames has one push in flight.
+            self.max_in_flight = 1
         self.chunk = _Chunk(self.chunk_len)
         self.obs: np.ndarray | None = None
         self.weights_version = 0
