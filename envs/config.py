@@ -32,3 +32,5 @@ class EnvConfig:
     clip_rewards: bool = False  # learn from rewards clipped to [-1, 1]; returns stay the real score
     vector_mode: str = "sync"  # a worker's envs: sync (in turn, in-process) or async (subprocesses)
     step_latency_s: float = 0.0  # step_latency wrapper: seconds slept per step (benchmarks)
+    step_latency_worker_s: list[float] = field(default_factory=list)  # per worker index:
+    # seconds slept per step instead of step_latency_s (a straggler, for benchmarks)

@@ -5,7 +5,9 @@ CartPole costs microseconds; with the fast env alone a benchmark would measure t
 runtime's overheads, not whether more workers help. :class:`StepLatency` sleeps
 ``step_latency_s`` in every ``step`` (and ``reset``), so the step time dominates as in a
 slow simulator, while the process stays idle and many such workers share few cores.
-It wraps any gymnasium env: ``env_cfg.wrappers: [step_latency]``.
+It wraps any gymnasium env: ``env_cfg.wrappers: [step_latency]``. A straggler (one
+worker slower than the others) takes ``env_cfg.step_latency_worker_s``: per worker
+index, the latency of that worker's envs instead of ``step_latency_s``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,16 @@ import time
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
+
+
+def step_latency_of(env_cfg: Any, worker_id: int | None) -> float:
+    """The latency of an env of worker ``worker_id`` (None: not a worker's, e.g. an
+    evaluator's): its entry of ``step_latency_worker_s`` if it has one, else
+    ``step_latency_s``."""
+    per_worker = list(getattr(env_cfg, "step_latency_worker_s", None) or [])
+    if worker_id is not None and worker_id < len(per_worker):
+        return float(per_worker[worker_id])
+    return float(env_cfg.step_latency_s)
 
 
 class StepLatency(gym.Wrapper):

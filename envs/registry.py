@@ -26,6 +26,7 @@ import gymnasium as gym
 
 from envs.errors import EnvSpecError
 from envs.extras import NAMESPACE_MODULES, find_extra, missing_line
+from envs.latency import StepLatency, step_latency_of
 from envs.wrappers import FIRST_WRAPPERS, WRAPPERS
 
 ENV_FAMILIES = ("gym",)
@@ -159,19 +160,27 @@ def make_base_env(
     return env
 
 
-def wrap_env(env: gym.Env, env_cfg: Any) -> gym.Env:
-    """``env_cfg.wrappers`` applied in order."""
+def wrap_env(env: gym.Env, env_cfg: Any, worker_id: int | None = None) -> gym.Env:
+    """``env_cfg.wrappers`` applied in order (``worker_id``: the worker the env steps in,
+    None elsewhere; the step_latency wrapper reads it)."""
     for name in env_cfg.wrappers or []:
-        env = WRAPPERS[name](env, env_cfg)
+        if name == "step_latency":
+            env = StepLatency(env, step_latency_of(env_cfg, worker_id))
+        else:
+            env = WRAPPERS[name](env, env_cfg)
     return env
 
 
 def make_env(
-    env_cfg: Any, *, max_episode_steps: int = -1, render_mode: str | None = None
+    env_cfg: Any,
+    *,
+    max_episode_steps: int = -1,
+    render_mode: str | None = None,
+    worker_id: int | None = None,
 ) -> gym.Env:
     """One env as configured, with its wrappers applied in order."""
     env = make_base_env(env_cfg, max_episode_steps=max_episode_steps, render_mode=render_mode)
-    return wrap_env(env, env_cfg)
+    return wrap_env(env, env_cfg, worker_id)
 
 
 def make_env_fn(env_cfg: Any, **kwargs: Any) -> Callable[[], gym.Env]:

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.errors import EnvSpecError
-from envs.latency import StepLatency
+from envs.latency import StepLatency, step_latency_of
 
 
 def _atari_preprocessing(env: gym.Env, env_cfg: Any) -> gym.Env:
@@ -66,7 +66,7 @@ def _flatten(env: gym.Env, env_cfg: Any) -> gym.Env:
 
 def _step_latency(env: gym.Env, env_cfg: Any) -> gym.Env:
     """A slow env for measurements: every step takes ``env_cfg.step_latency_s`` more."""
-    return StepLatency(env, float(env_cfg.step_latency_s))
+    return StepLatency(env, step_latency_of(env_cfg, None))
 
 
 WRAPPERS: dict[str, Callable[[gym.Env, Any], gym.Env]] = {

@@ -2,7 +2,7 @@
 
 The runtime never reads algorithm config fields by name: it asks the policy class for its
 :data:`DataNeeds` (``Policy.data_needs(cfg)``) and builds replay or a rollout queue from
-that. Numpy-free and torch-free, so the DataServer process can import it.
+that (replay, the synchronous rollout queue or the asynchronous one). Numpy-free and torch-free, so the DataServer process can import it.
 """
 
 from __future__ import annotations
@@ -35,4 +35,18 @@ class RolloutNeeds:
     gamma: float = 0.99
 
 
-DataNeeds = ReplayNeeds | RolloutNeeds
+@dataclass(frozen=True)
+class AsyncRolloutNeeds:
+    """Asynchronous on-policy (V-trace): workers push rollouts without waiting for the
+    learner, into a bounded queue; the learner takes ``batch_rollouts`` of them per update
+    and drops those more than ``max_policy_lag`` weights versions behind its own."""
+
+    rollout_len: int
+    gamma: float = 0.99
+    batch_rollouts: int = 2  # rollouts per update (over all learners)
+    max_policy_lag: int = 8  # older rollouts (in weights versions) are dropped, counted
+    queue_capacity: int = 8  # rollouts queued or being collected, at most
+
+
+OnPolicyNeeds = RolloutNeeds | AsyncRolloutNeeds
+DataNeeds = ReplayNeeds | RolloutNeeds | AsyncRolloutNeeds

@@ -11,6 +11,7 @@ import numpy as np
 
 from joyrl_ray.batch import Batch
 from joyrl_ray.control.coordinator import Coordinator, CoordinatorStats
+from joyrl_ray.data.async_rollout_queue import AsyncRolloutQueue
 from joyrl_ray.data.replay_shard import DataServer, ShardStats
 from joyrl_ray.data.rollout_queue import QueueStats, RolloutQueue
 from joyrl_ray.handles import Call, Handle, ObjectStore, RoleDied
@@ -179,6 +180,15 @@ class RolloutQueueClient(RoleClient):
         return self._call(RolloutQueue.stats)
 
 
+class AsyncRolloutQueueClient(RolloutQueueClient):
+    """Calls into the asynchronous
+    :class:`~joyrl_ray.data.async_rollout_queue.AsyncRolloutQueue` (its other calls are the
+    synchronous queue's)."""
+
+    def wait_for_room(self, worker_id: int, timeout_s: float) -> Call[InsertAck]:
+        return self._call(AsyncRolloutQueue.wait_for_room, worker_id, timeout_s)
+
+
 DataPlaneClient = DataServerClient | RolloutQueueClient
 
 
@@ -259,10 +269,12 @@ class WorkerLink:
     def wait_for_turn(
         self, worker_id: int, known_version: int, need_newer_weights: bool, timeout_s: float
     ) -> Call[PushAck]:
-        """Wait for newer weights at the coordinator, or for room at the worker's shard."""
-        if need_newer_weights or not isinstance(self.data, DataServerClient):
+        """Wait for newer weights at the coordinator, or for room at the worker's shard
+        (or in the asynchronous rollout queue: a place for its next rollout)."""
+        data = self.data
+        if need_newer_weights or not isinstance(data, DataServerClient | AsyncRolloutQueueClient):
             return self.coordinator.wait_for_weights(worker_id, known_version, timeout_s)
-        room = self.data.wait_for_room(worker_id, timeout_s)
+        room = data.wait_for_room(worker_id, timeout_s)
         # Asked after the wait: the stop and the newest weights as they are then.
         return _AfterRoom(room, self.coordinator, worker_id, known_version)
 

@@ -1,7 +1,8 @@
 """What the runtime builds for a run: the coordinator and its data plane.
 
 Off-policy: ``n_replay_shards`` replay shards (``DataServer``); on-policy: one rollout
-queue; test mode: no data plane at all (nothing is stored). Both backends build the same
+queue, synchronous (``RolloutQueue``) or asynchronous (``AsyncRolloutQueue``), as the
+algorithm's :data:`DataNeeds` say; test mode: no data plane at all (nothing is stored). Both backends build the same
 classes from one :class:`PlaneSetup`: :class:`LocalPlanes` as plain objects in this
 process, :class:`RayPlanes` as actors. Nothing here imports torch.
 """
@@ -15,12 +16,14 @@ from typing import Any
 import numpy as np
 
 from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.async_rollout_queue import AsyncRolloutQueue
 from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.data.rollout_queue import RolloutQueue
-from joyrl_ray.data_needs import DataNeeds, ReplayNeeds, RolloutNeeds
+from joyrl_ray.data_needs import AsyncRolloutNeeds, DataNeeds, OnPolicyNeeds, ReplayNeeds
 from joyrl_ray.handles import LocalHandle, ObjectStore, RayHandle, RayStore
 from joyrl_ray.messages import Counters
 from joyrl_ray.plane_clients import (
+    AsyncRolloutQueueClient,
     CoordinatorClient,
     DataPlaneClient,
     DataServerClient,
@@ -51,8 +54,14 @@ class PlaneSetup:
         return self.needs if isinstance(self.needs, ReplayNeeds) else None
 
     @property
-    def rollouts(self) -> RolloutNeeds | None:
-        return self.needs if isinstance(self.needs, RolloutNeeds) else None
+    def rollouts(self) -> OnPolicyNeeds | None:
+        return None if self.needs is None or self.replay is not None else self.needs
+
+    def queue_role(self) -> tuple[type[RolloutQueue], type[RolloutQueueClient], str]:
+        """The rollout queue's class, its client and its role name."""
+        if isinstance(self.needs, AsyncRolloutNeeds):
+            return AsyncRolloutQueue, AsyncRolloutQueueClient, "AsyncRolloutQueue"
+        return RolloutQueue, RolloutQueueClient, "RolloutQueue"
 
     def coordinator_kwargs(self) -> dict[str, Any]:
         return {
@@ -76,7 +85,14 @@ class PlaneSetup:
         }
 
     def queue_kwargs(self) -> dict[str, Any]:
-        return {"n_workers": self.n_workers, "n_learners": self.n_learners}
+        kwargs: dict[str, Any] = {"n_workers": self.n_workers, "n_learners": self.n_learners}
+        if isinstance(self.needs, AsyncRolloutNeeds):
+            kwargs.update(
+                batch_rollouts=self.needs.batch_rollouts,
+                max_policy_lag=self.needs.max_policy_lag,
+                capacity=self.needs.queue_capacity,
+            )
+        return kwargs
 
 
 def shard_of(worker_id: int, n_shards: int) -> int:
@@ -111,8 +127,9 @@ class LocalPlanes:
         self.queue_object: RolloutQueue | None = None
         self.queue: RolloutQueueClient | None = None
         if setup.rollouts is not None:
-            self.queue_object = RolloutQueue(**setup.queue_kwargs())
-            self.queue = RolloutQueueClient(LocalHandle(self.queue_object, "RolloutQueue"))
+            queue_cls, client_cls, role = setup.queue_role()
+            self.queue_object = queue_cls(**setup.queue_kwargs())
+            self.queue = client_cls(LocalHandle(self.queue_object, role))
             self.data_plane.append(self.queue)
         self.server = Coordinator(
             **setup.coordinator_kwargs(), store=store, data_plane=self.data_plane
@@ -171,8 +188,9 @@ class RayPlanes:
             self.data_plane.extend(self.shards)
         elif setup.rollouts is not None:
             name = f"joyrl-rollout-queue-{run_id}"
+            queue_cls, client_cls, role = setup.queue_role()
             actor = (
-                ray.remote(RolloutQueue)
+                ray.remote(queue_cls)
                 .options(
                     num_cpus=0,
                     max_concurrency=setup.n_workers * per_worker + others,
@@ -182,7 +200,7 @@ class RayPlanes:
                 .remote(**setup.queue_kwargs())
             )
             self.actors.append(actor)
-            self.queue = RolloutQueueClient(RayHandle("RolloutQueue", name=name, actor=actor))
+            self.queue = client_cls(RayHandle(role, name=name, actor=actor))
             self.data_plane.append(self.queue)
         name = f"joyrl-coordinator-{run_id}"
         self.coordinator_actor = (

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from joyrl_ray.atomic_file import atomic_write_text
 from joyrl_ray.bottleneck import difference_l, difference_w, judge
-from joyrl_ray.data_needs import DataNeeds, RolloutNeeds
+from joyrl_ray.data_needs import AsyncRolloutNeeds, DataNeeds, RolloutNeeds
 from joyrl_ray.evaluator import EvalResult
 from joyrl_ray.messages import LearnerTimes, Reports, WorkerTimes
 from joyrl_ray.task_dir import TaskDir
@@ -85,7 +85,7 @@ def update_unit(needs: DataNeeds | None) -> str:
     """What one ``update`` is for a run with these data needs, as the progress line names
     it: a gradient step off-policy, a whole rollout iteration (every epoch and minibatch
     over one rollout) on-policy. ``model_save_fre`` counts the same unit."""
-    return "iters" if isinstance(needs, RolloutNeeds) else "grad_steps"
+    return "iters" if isinstance(needs, RolloutNeeds | AsyncRolloutNeeds) else "grad_steps"
 
 
 class Recorder:

@@ -190,6 +190,7 @@ class _DataPlaneCalls:
                 stored, busy = stored + q.transitions_stored, busy + q.busy_s
                 for k, v in q.transitions_dropped.items():
                     dropped[k] = dropped.get(k, 0) + v
+                buffer.update(q.buffer)
                 continue
             s = actor.stats().result(CALL_TIMEOUT_S)
             stored, busy = stored + s.transitions_stored, busy + s.busy_s

@@ -7,7 +7,9 @@ trajectories are built once per chunk (``_take_chunk``). Off-policy, each chunk 
 (worker ``k``: shard ``k mod n_replay_shards``) while its report goes to the coordinator,
 with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard slows the worker
 instead of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
-one weights version, after which the worker waits for the next version. The acks carry
+one weights version; synchronous, the worker then waits for the next version;
+asynchronous, it first reserves a place in the bounded rollout queue (waiting only when
+the queue is full) and never waits for the learner. The acks carry
 the newest weights when they are newer than the worker's, so a publish costs a worker one
 object fetch and no extra call.
 
@@ -49,7 +51,7 @@ from joyrl_ray.batch import (
 from joyrl_ray.buffers.frames import FrameEncoder
 from joyrl_ray.buffers.nstep import NStepFolder
 from joyrl_ray.config import RunConfig
-from joyrl_ray.data_needs import ReplayNeeds, RolloutNeeds
+from joyrl_ray.data_needs import AsyncRolloutNeeds, ReplayNeeds, RolloutNeeds
 from joyrl_ray.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.handles import Call, ObjectStore, first_line
 from joyrl_ray.heap import freeze_startup_heap
@@ -179,11 +181,12 @@ class Worker:
         needs = spec.policy_cls.data_needs(cfg.algo)
         self.replay = needs if self.train and isinstance(needs, ReplayNeeds) else None
         self.on_policy = self.train and self.replay is None
+        self.async_rollouts = self.on_policy and isinstance(needs, AsyncRolloutNeeds)
         self.n_envs = general.n_envs_per_worker
         self.max_in_flight = general.max_pushes_in_flight
         self.chunk_len = (
             needs.rollout_len
-            if isinstance(needs, RolloutNeeds) and self.on_policy
+            if isinstance(needs, RolloutNeeds | AsyncRolloutNeeds) and self.on_policy
             else general.worker_chunk_steps
         )
         self.env_error_count = 0  # _make_envs seeds injected env errors with it
@@ -216,7 +219,8 @@ class Worker:
         self.global_env_steps = 0
         self.in_flight: deque[Call[PushAck]] = deque()
         self.stop = False
-        self.throttled = False
+        # Asynchronous rollouts: True until the worker holds a place for its next rollout.
+        self.throttled = self.async_rollouts
         self.report = WorkerReport(worker_id, 0)
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
@@ -243,7 +247,9 @@ class Worker:
         if old is not None:
             close_vector_env(old, broken=True)
         general = self.cfg.general
-        make = make_env_fn(self.cfg.env, max_episode_steps=general.max_step)
+        make = make_env_fn(
+            self.cfg.env, max_episode_steps=general.max_step, worker_id=self.worker_id
+        )
         makes = [make] * self.n_envs
         rate = general.fault_injection.env_error_rate
         if rate > 0:
@@ -317,7 +323,8 @@ class Worker:
 
     def _take_ack(self, ack: PushAck) -> None:
         self.stop = self.stop or ack.stop
-        self.throttled = ack.throttled
+        if not self.async_rollouts:  # a place in the rollout queue comes only from its wait
+            self.throttled = ack.throttled
         self.global_env_steps = max(self.global_env_steps, ack.env_steps)
         self._take_weights(ack.weights, now=False)
         self._inject_kill()
@@ -331,6 +338,8 @@ class Worker:
     def _needs_newer_weights(self) -> bool:
         if not self.train:
             return self.weights_version == 0  # test mode acts only with the checkpoint's
+        if self.async_rollouts:  # any recent version will do, but the learner's, not its own
+            return self.weights_version == 0
         # On-policy: every rollout needs a version newer than the last one's (and the first
         # needs the learner's first one; a worker's own initial weights would be stale).
         return self.on_policy and self.weights_version <= max(self.rollout_version, 0)
@@ -347,7 +356,8 @@ class Worker:
             timeout_s=wait_s + ACK_TIMEOUT_S
         )
         self.stop = self.stop or ack.stop
-        self.throttled = ack.throttled
+        if not (need_weights and self.async_rollouts):  # only the queue grants a place
+            self.throttled = ack.throttled
         self.global_env_steps = max(self.global_env_steps, ack.env_steps)
         if need_weights:
             self.times.weights_wait_s += time.monotonic() - t0
@@ -474,6 +484,7 @@ class Worker:
             call = self.link.push_rollout(
                 self.worker_id, version, chunk, report, self.weights_version
             )
+            self.throttled = self.async_rollouts  # its place is filled: the next needs one
             self._send(call)
         else:
             self._push_transitions(chunk)

@@ -42,6 +42,7 @@ class QueueStats:
     transitions_stored: int
     transitions_dropped: dict[str, int]
     busy_s: float
+    buffer: dict[str, float] = field(default_factory=dict)  # the queue's depth figures
 
 
 class RolloutQueue(DataPlaneRole):
@@ -92,19 +93,15 @@ class RolloutQueue(DataPlaneRole):
         """
         with self._cond:
 
-            def complete() -> bool:
-                fresh = sum(1 for r in self.rollouts if r.version == version)
-                return fresh >= len(self.active_workers) > 0
-
             def ready() -> bool:
                 if round_id in self.rounds:
                     return True
                 stop = self.stop_reason is not None
                 if rank == 0:
-                    return complete() or stop
-                return stop and not complete()  # else: rank 0 decides
+                    return self._complete(version) or stop
+                return stop and not self._complete(version)  # else: rank 0 decides
 
-            self._wait(f"learner {rank}", "rollouts from every worker", ready, timeout_s)
+            self._wait(f"learner {rank}", self.waits_for, ready, timeout_s)
             decided = self.rounds.get(round_id)
             if decided is None:
                 if rank != 0 or not ready():
@@ -117,6 +114,13 @@ class RolloutQueue(DataPlaneRole):
                 self.rounds.pop(round_id, None)
             return RolloutGrant(share, decided.stop)
 
+    waits_for = "rollouts from every worker"
+
+    def _complete(self, version: int) -> bool:
+        """A round of ``version`` can be made: one fresh rollout from every active worker."""
+        fresh = sum(1 for r in self.rollouts if r.version == version)
+        return fresh >= len(self.active_workers) > 0
+
     def _make_round(self, version: int) -> _Round:
         for stale in (r for r in self.rollouts if r.version != version):
             self.dropped["stale_rollout"] += stale.steps
@@ -127,6 +131,10 @@ class RolloutQueue(DataPlaneRole):
         if len(self.rollouts) < count or not count:  # the run stopped first
             return _Round(stop=True)
         taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
+        return self._split(taken)
+
+    def _split(self, taken: list[_Rollout]) -> _Round:
+        """``taken`` joined along the env axis, in equal env slices, one per learner."""
         joined = concat([r.batch for r in taken], axis=1)
         n_envs = joined["rewards"].shape[1]
         per_rank = n_envs // self.n_learners
@@ -159,4 +167,8 @@ class RolloutQueue(DataPlaneRole):
                 transitions_stored=self.stored,
                 transitions_dropped={k: v for k, v in self.dropped.items() if v},
                 busy_s=round(self.busy_s, 3),
+                buffer=self._depth(),
             )
+
+    def _depth(self) -> dict[str, float]:
+        return {}
