@@ -44,8 +44,8 @@ class AsyncRolloutNeeds:
     rollout_len: int
     gamma: float = 0.99
     batch_rollouts: int = 2  # rollouts per update (over all learners)
-    max_policy_lag: int = 8  # older rollouts (in weights versions) are dropped, counted
-    queue_capacity: int = 8  # rollouts queued or being collected, at most
+    max_policy_lag: int = 4  # older rollouts (in weights versions) are dropped, counted
+    queue_capacity: int = 4  # rollouts queued or being collected, at most
 
 
 OnPolicyNeeds = RolloutNeeds | AsyncRolloutNeeds

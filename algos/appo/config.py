@@ -16,8 +16,8 @@ class APPOConfig(PPOConfig):
     c_bar: float = 1.0  # V-trace: clip of the trace coefficients (c)
     vtrace_lambda: float = 1.0  # V-trace: lambda in the trace coefficients (1: the paper's)
     batch_rollouts: int = 2  # rollouts (of rollout_len steps per env) learned from per update
-    max_policy_lag: int = 8  # rollouts more weights versions behind the learner are dropped
-    rollout_queue_capacity: int = 8  # rollouts queued or being collected; more workers wait
+    max_policy_lag: int = 4  # rollouts more weights versions behind the learner are dropped
+    rollout_queue_capacity: int = 4  # rollouts queued or being collected; more workers wait
 
     def data_needs(self) -> AsyncRolloutNeeds:  # type: ignore[override]
         return AsyncRolloutNeeds(

@@ -45,6 +45,7 @@ class AsyncRolloutQueue(RolloutQueue):
         self.reserved: set[int] = set()  # workers holding a place for the rollout they collect
         self.learner_version = 0  # the newest version a learner asked with
         self.peak = 0  # the most rollouts queued plus places reserved, ever
+        self.lags: list[int] = []  # of the rollouts learned from, in versions
 
     def _room(self) -> bool:
         return len(self.rollouts) + len(self.reserved) < self.capacity
@@ -111,6 +112,7 @@ class AsyncRolloutQueue(RolloutQueue):
             return _Round(stop=True)
         count = self.batch_rollouts
         taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
+        self.lags.extend(self._lag(r.version) for r in taken)
         self._cond.notify_all()
         return self._split(taken)
 
@@ -122,4 +124,10 @@ class AsyncRolloutQueue(RolloutQueue):
             self._cond.notify_all()
 
     def _depth(self) -> dict[str, float]:
-        return {"rollout_queue_peak": self.peak, "rollout_queue_capacity": self.capacity}
+        lags = self.lags or [0]
+        return {
+            "rollout_queue_peak": self.peak,
+            "rollout_queue_capacity": self.capacity,
+            "rollout_lag_mean": round(sum(lags) / len(lags), 3),
+            "rollout_lag_max": max(lags),
+        }

@@ -1,11 +1,14 @@
-"""A learner made slow on purpose, for tests that need one: DQN whose every update also
-sleeps ``learn_sleep_s`` (named by import path: ``tests.support.slow_algos:SLOW_DQN``)."""
+"""Learners made slow on purpose, for tests that need one: DQN and APPO whose every update
+also sleeps ``learn_sleep_s`` (named by import path: ``tests.support.slow_algos:SLOW_DQN``,
+``tests.support.slow_algos:SLOW_APPO``)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
+from algos.appo.config import APPOConfig
+from algos.appo.policy import APPO
 from algos.base import LearnResult
 from algos.dqn.config import DQNConfig
 from algos.dqn.policy import DQN
@@ -25,3 +28,17 @@ class SlowDQN(DQN):
 
 
 SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQN)
+
+
+@dataclass
+class SlowAPPOConfig(APPOConfig):
+    learn_sleep_s: float = 0.2  # added to every update
+
+
+class SlowAPPO(APPO):
+    def learn(self, batch: Batch) -> LearnResult:
+        time.sleep(self.cfg.learn_sleep_s)
+        return super().learn(batch)
+
+
+SLOW_APPO = AlgoSpec("SlowAPPO", SlowAPPOConfig, SlowAPPO)
