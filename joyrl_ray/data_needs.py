@@ -1,8 +1,9 @@
 """What an algorithm asks of the data path, declared by its policy class.
 
 The runtime never reads algorithm config fields by name: it asks the policy class for its
-:data:`DataNeeds` (``Policy.data_needs(cfg)``) and builds replay or a rollout queue from
-that (replay, the synchronous rollout queue or the asynchronous one). Numpy-free and torch-free, so the DataServer process can import it.
+:data:`DataNeeds` (``Policy.data_needs(cfg)``) and builds from that replay, the
+synchronous rollout queue or the asynchronous one. Numpy-free and torch-free, so the
+DataServer process can import it.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 Off-policy: ``n_replay_shards`` replay shards (``DataServer``); on-policy: one rollout
 queue, synchronous (``RolloutQueue``) or asynchronous (``AsyncRolloutQueue``), as the
-algorithm's :data:`DataNeeds` say; test mode: no data plane at all (nothing is stored). Both backends build the same
-classes from one :class:`PlaneSetup`: :class:`LocalPlanes` as plain objects in this
-process, :class:`RayPlanes` as actors. Nothing here imports torch.
+algorithm's :data:`DataNeeds` say; test mode: no data plane at all (nothing is stored).
+Both backends build the same classes from one :class:`PlaneSetup`: :class:`LocalPlanes`
+as plain objects in this process, :class:`RayPlanes` as actors. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.data.async_rollout_queue import AsyncRolloutQueue
 from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.data.rollout_queue import RolloutQueue
-from joyrl_ray.data_needs import AsyncRolloutNeeds, DataNeeds, OnPolicyNeeds, ReplayNeeds
+from joyrl_ray.data_needs import (
+    AsyncRolloutNeeds,
+    DataNeeds,
+    OnPolicyNeeds,
+    ReplayNeeds,
+    RolloutNeeds,
+)
 from joyrl_ray.handles import LocalHandle, ObjectStore, RayHandle, RayStore
 from joyrl_ray.messages import Counters
 from joyrl_ray.plane_clients import (
@@ -55,7 +61,8 @@ class PlaneSetup:
 
     @property
     def rollouts(self) -> OnPolicyNeeds | None:
-        return None if self.needs is None or self.replay is not None else self.needs
+        needs = self.needs
+        return needs if isinstance(needs, RolloutNeeds | AsyncRolloutNeeds) else None
 
     def queue_role(self) -> tuple[type[RolloutQueue], type[RolloutQueueClient], str]:
         """The rollout queue's class, its client and its role name."""

@@ -66,6 +66,8 @@ def test_a_seeded_appo_run_on_the_single_backend_is_reproducible(tmp_path: Path)
     assert first["updates"] == second["updates"] >= 6
     digests = [s["learners"][0]["params_digest"] for s in (first, second)]
     assert digests[0] == digests[1]
-    evaluated = [[(e["env_steps"], e["return_mean"]) for e in s["eval_history"]] for s in (first, second)]
+    evaluated = [
+        [(e["env_steps"], e["return_mean"]) for e in s["eval_history"]] for s in (first, second)
+    ]
     assert evaluated[0] == evaluated[1] and len(evaluated[0]) >= 3
     assert_accounting(first)
