@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,9 +68,13 @@ def run_once(algo: str, straggler: bool, args: argparse.Namespace, tasks: Path) 
         ]
     cmd = [sys.executable, "main.py", "--yaml", str(ROOT / "configs" / f"{CONFIGS[algo]}.yaml")]
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    done = subprocess.run(
-        cmd + overrides, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
-    )
+    for _ in range(3):  # a loaded machine may fail to start Ray in time: try again
+        done = subprocess.run(
+            cmd + overrides, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+        )
+        if "starting a local Ray failed" not in done.stderr:
+            break
+        shutil.rmtree(tasks, ignore_errors=True)
     if done.returncode != 0:
         raise SystemExit(f"{algo} run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     (task,) = tasks.iterdir()
