@@ -28,6 +28,7 @@ def ray_session():
     ray.shutdown()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The slow tests first, so that two xdist workers end together; and the tests sharing
     a module- or session-scoped fixture (one run read by several tests) on one worker, so

@@ -24,17 +24,20 @@ RUN_TIMEOUT_S = 540  # a case takes 1-4 minutes here; past this it hangs
 
 #: id -> (yaml under configs/, extra overrides, threshold on the best eval return)
 CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
-    "duelingdqn-cartpole": (
-        "cartpole_dqn",
-        (DQN_BUDGET, "general_cfg.algo_name=DuelingDQN"),
-        475.0,
-    ),
-    "dqn-per-cartpole": ("cartpole_dqn_per", (DQN_BUDGET,), 475.0),
-    "dqn-per-cartpole-2-shards": ("cartpole_dqn_per", (DQN_BUDGET, SHARDS_2), 475.0),
     "dqn-cartpole": ("cartpole_dqn", (DQN_BUDGET,), 475.0),
     "dqn-cartpole-2-shards": ("cartpole_dqn", (DQN_BUDGET, SHARDS_2), 475.0),
-    "dqn-nstep3-cartpole": ("cartpole_dqn", (DQN_BUDGET, "algo_cfg.n_step=3"), 475.0),
-    "doubledqn-cartpole": ("cartpole_dqn", (DQN_BUDGET, "general_cfg.algo_name=DoubleDQN"), 475.0),
+    "dqn-per-cartpole-2-shards": ("cartpole_dqn_per", (DQN_BUDGET, SHARDS_2), 475.0),
+    # The variants, two to a run: each of them solves beside another.
+    "doubledqn-per-cartpole": (
+        "cartpole_dqn_per",
+        (DQN_BUDGET, "general_cfg.algo_name=DoubleDQN"),
+        475.0,
+    ),
+    "duelingdqn-nstep3-cartpole": (
+        "cartpole_dqn",
+        (DQN_BUDGET, "general_cfg.algo_name=DuelingDQN", "algo_cfg.n_step=3"),
+        475.0,
+    ),
     "td3-pendulum": ("pendulum_td3", (), -200.0),
     "sac-pendulum": ("pendulum_sac", (), -200.0),
     "ppo-cartpole": ("cartpole_ppo", (), 475.0),

@@ -228,6 +228,7 @@ DQN_RUN = (
     "algo_cfg.learn_start=200",
     "algo_cfg.updates_per_step=0.5",
 )
+TWO_LEARNERS = ("general_cfg.n_learners=2", "general_cfg.n_workers=2")
 #: algo -> (overrides, least number of gradient steps the run takes)
 DIGEST_CASES = {
     "DQN": ((*DQN_RUN, "general_cfg.max_env_steps=600"), 200),
@@ -269,9 +270,14 @@ def train(tasks: Path, *overrides: str, mode_args: tuple[str, ...] = ()) -> tupl
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", sorted(DIGEST_CASES))
-def test_ranks_hold_identical_parameters_after_a_real_run(tmp_path, algo: str) -> None:
+def test_ranks_hold_identical_parameters_after_a_real_run(
+    two_learner_run, tmp_path, algo: str
+) -> None:
     overrides, least_steps = DIGEST_CASES[algo]
-    summary, _ = train(tmp_path, *overrides, "general_cfg.n_learners=2", "general_cfg.n_workers=2")
+    if algo == "DQN":  # the run the checkpoint tests below read too
+        summary, _ = two_learner_run
+    else:
+        summary, _ = train(tmp_path, *overrides, *TWO_LEARNERS)
     learners = summary["learners"]
     assert summary["n_learners"] == 2 and [s["rank"] for s in learners] == [0, 1]
     steps_per_update = 40 if algo == "PPO" else 1
@@ -348,7 +354,7 @@ def resume(tasks: Path, source: Path, n_learners: int, max_env_steps: int) -> di
 @pytest.fixture(scope="module")
 def two_learner_run(tmp_path_factory) -> tuple[dict, Path]:
     tasks = tmp_path_factory.mktemp("two_learners")
-    return train(tasks, *DQN_RUN, "general_cfg.n_learners=2", "general_cfg.max_env_steps=600")
+    return train(tasks, *DIGEST_CASES["DQN"][0], *TWO_LEARNERS)
 
 
 @pytest.mark.slow

@@ -1,15 +1,19 @@
 """The env-error budget in real runs (``python main.py`` on a local Ray, DQN on CartPole-v1,
 2 workers, seed 1, the shipped config otherwise): an env that fails on 1% of its steps
-learns to the end; one that fails on every step stops the run at once with one line."""
+learns to the end, its errors counted and logged; one that fails on every step stops the
+run at once with one line."""
 
 from __future__ import annotations
 
-import json
+import datetime
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_runs import assert_accounting, summary_of
+from tests.support.procs import task_dirs
 from tests.support.runs import ROOT, run_main
+from tests.support.watch import log_text
 
 CARTPOLE_DQN = (
     "--yaml",
@@ -20,15 +24,28 @@ CARTPOLE_DQN = (
     "general_cfg.progress=false",
     "general_cfg.save_fig=false",
 )
+#: the most a run whose env raises on every step may take from its start (Ray's included) to
+#: its stop: about 10 s on an idle 2-core machine
+EVERY_STEP_STOP_S = 30
 
 
-def summary_of(tasks: Path) -> dict:
-    (path,) = tasks.glob("*/results/summary.json")
-    return json.loads(path.read_text())
+def the_task(tasks: Path) -> Path:
+    (task,) = task_dirs(tasks)
+    return task
+
+
+def logged_at(task: Path, text: str) -> float:
+    """When the first log line holding ``text`` was written (seconds since the epoch)."""
+    for line in log_text(task).splitlines():
+        if text in line:
+            return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    raise AssertionError(f"no log line with {text!r}\n{log_text(task)[-3000:]}")
 
 
 @pytest.mark.slow
-def test_dqn_cartpole_with_env_failing_on_1_percent_of_steps_solves(tmp_path: Path) -> None:
+def test_dqn_cartpole_with_env_failing_on_1_percent_of_steps_solves_counting_every_error(
+    tmp_path: Path,
+) -> None:
     done = run_main(
         *CARTPOLE_DQN,
         "general_cfg.fault_injection.env_error_rate=0.01",
@@ -38,28 +55,35 @@ def test_dqn_cartpole_with_env_failing_on_1_percent_of_steps_solves(tmp_path: Pa
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = summary_of(tmp_path)
+    task = the_task(tmp_path)
+    summary = summary_of(task)
     assert summary["stop_reason"] == "reward_threshold", summary["eval_history"]
     solved = [e for e in summary["eval_history"] if e["return_mean"] >= 475]
     assert solved and solved[0]["env_steps"] <= 100_000
     # ~1 in 100 steps: the errors of the steps taken, all counted.
     assert 0.005 * summary["env_steps"] < summary["env_errors"] < 0.02 * summary["env_steps"]
-    assert "InjectedEnvError" in summary["first_env_error"]
+    # The steps taken before each error are real transitions and are kept (cut off as
+    # truncated); only a chunk that failed on its first step leaves steps to drop.
+    dropped = summary["transitions_dropped"].get("env_error", 0)
+    assert dropped < 0.02 * summary["transitions_collected"], summary["transitions_dropped"]
+    first = summary["first_env_error"]
+    assert "InjectedEnvError" in first and "env_error_rate=0.01" in first, first
+    assert first in log_text(task)
+    assert_accounting(summary)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_env_raising_on_every_step_stops_with_exit_1_and_one_line(
     tmp_path: Path, mode: str
 ) -> None:
-    # The test's timeout bounds how long the run takes to stop, start-up and teardown
-    # included: the stop comes with the workers' first steps (about 10 s on an idle 2-core
-    # machine); the margin is for a loaded one.
+    # The stop is timed from the log: from the run's first line (before Ray starts) to its
+    # "stopping:" line. The process's timeout adds teardown and a margin for a loaded machine.
     done = run_main(
         *CARTPOLE_DQN,
         "env_cfg.id=tests.support.faulty_envs:BrokenStepEnv",
         f"env_cfg.vector_mode={mode}",
         f"general_cfg.tasks_dir={tmp_path}",
-        timeout=60,
+        timeout=120,
     )
     assert done.returncode == 1, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
@@ -69,4 +93,11 @@ def test_env_raising_on_every_step_stops_with_exit_1_and_one_line(
         "env step raised RuntimeError: simulator crashed: segment 7 out of bounds, and failed "
         "again each of the 3 times it was rebuilt"
     ), errors
-    assert summary_of(tmp_path)["stop_reason"] == "env_failed"
+    task = the_task(tmp_path)
+    took = logged_at(task, "stopping:") - logged_at(task, "task directory")
+    assert took < EVERY_STEP_STOP_S, f"stopped {took:.1f} s after the start"
+    summary = summary_of(task)
+    assert summary["stop_reason"] == "env_failed"
+    assert summary["env_errors"] >= 4  # the first failure and each of the 3 rebuilds
+    assert (task / "models" / "last.pt").is_file()  # the final checkpoint
+    assert_accounting(summary)

@@ -1,16 +1,16 @@
 """Faults caused for real in real runs: ``python main.py`` on a local Ray, killed roles, envs
-that raise or hang, signals. Each run asserts the accounting identity
-(``transitions_collected == transitions_stored + sum(transitions_dropped)``) besides what
-the fault should lead to.
+that hang or cannot be built, signals (envs that raise: ``test_env_error_budget_runs.py``).
+Each run asserts the accounting identity (``transitions_collected == transitions_stored +
+sum(transitions_dropped)``) besides what the fault should lead to.
 
 Roles are found as a user would find them: the processes below main.py whose command line
 is ``ray::Worker...``, ``ray::Learner...``, ``ray::DataServer`` (a replay shard) or
 ``ray::Coordinator``, killed with SIGKILL by pid. The runs are DQN on CartPole-v1 with two
 workers. Most are fixed-length (no reward threshold): they show the fault's outcome and the
-accounting, not learning. Two still run to the solve (evaluation >= 475 within 80k env
-steps): a learner restarted from the last checkpoint, and a replay shard restarted empty,
-must each leave a run that learns. Each run is its own test, with its own
-time limit; every process it started is killed when the test ends.
+accounting, not learning. One still runs to the solve (evaluation >= 475 within 80k env
+steps): a replay shard killed and restarted empty must leave a run that learns. Each run is
+its own test, with its own time limit; every process it started is killed when the test
+ends.
 """
 
 from __future__ import annotations
@@ -117,39 +117,13 @@ def test_killed_worker_restarts_twice_then_is_dropped_and_the_run_goes_on(tmp_pa
         run.kill()
 
 
-# ----- envs -----
-@pytest.mark.slow
-@pytest.mark.timeout(TEST_TIMEOUT_S)
-def test_env_errors_at_one_percent_of_steps_are_survived_counted_and_logged(tmp_path: Path) -> None:
-    # About 1 in 100 steps raises: ~250 errors in the run, within the default budget
-    # (max_env_errors_per_1000=20 over the last 50k env steps).
-    run = start(tmp_path, *FIXED, "general_cfg.fault_injection.env_error_rate=0.01")
-    try:
-        code = finish(run, RUN_TIMEOUT_S)
-        task = the_task(tmp_path)
-        summary = summary_of(task)
-        assert code == 0, run.stderr[-3000:]
-        assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= FIXED_STEPS
-        assert summary["env_errors"] > 0
-        # The steps taken before each error are real transitions and are kept (cut off as
-        # truncated); only a chunk that failed on its first step leaves steps to drop.
-        dropped = summary["transitions_dropped"].get("env_error", 0)
-        assert dropped < 0.02 * summary["transitions_collected"], summary["transitions_dropped"]
-        first = summary["first_env_error"]
-        assert "InjectedEnvError" in first and "env_error_rate=0.01" in first, first
-        assert first in log_text(task)
-        assert_accounting(summary)
-    finally:
-        run.kill()
-
-
 # ----- the learner -----
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
-def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solves(
+def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
-    run = start(tmp_path, *TO_SOLVE)
+    run = start(tmp_path, *FIXED)
     try:
         (learner,) = wait_for(run, "the learner", lambda: role_pids(run, "ray::Learner"), 120)
         task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
@@ -167,7 +141,8 @@ def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_still_solv
         (stats,) = summary["learners"]
         assert stats["weights_version"] == summary["weights_versions"]
         assert final_checkpoint_updates(task) == summary["updates"]
-        assert_solved(summary, SOLVED, SOLVE_BUDGET)
+        # It went on to the end, from the checkpoint's updates rather than from zero.
+        assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= FIXED_STEPS
         assert_accounting(summary)
     finally:
         run.kill()
@@ -311,26 +286,6 @@ def test_a_hanging_env_is_reported_by_the_stall_watchdog_on_time(tmp_path: Path)
         summary = summary_of(task)
         assert summary["stop_reason"] == "stalled"
         assert final_checkpoint_updates(task) == summary["updates"] > 0
-        assert_accounting(summary)
-    finally:
-        run.kill()
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(TEST_TIMEOUT_S)
-def test_an_env_that_raises_on_every_step_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    run = start(tmp_path, "env_cfg.id=tests.support.faulty_envs:BrokenStepEnv")
-    try:
-        code = finish(run, 180)
-        assert code == 1, run.stderr[-3000:]
-        (error,) = error_lines(run.stderr)
-        assert "env step raised RuntimeError: simulator crashed: segment 7 out of bounds" in error
-        assert "failed again each of the 3 times it was rebuilt" in error, error
-        task = the_task(tmp_path)
-        summary = summary_of(task)
-        assert summary["stop_reason"] == "env_failed"
-        assert summary["env_errors"] >= 4
-        assert (task / "models" / "last.pt").is_file()  # the final checkpoint
         assert_accounting(summary)
     finally:
         run.kill()
