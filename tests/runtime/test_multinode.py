@@ -2,12 +2,13 @@
 submit, and a node lost in the middle of a run.
 
 Two ``ray start --block`` processes, each in its own process group (session), with its own
-temp dir and working directory: the head (127.0.0.1, 2 CPUs, custom resource ``head``,
-dashboard on for the job API) and a second node (127.0.0.2, 1 CPU, custom resource
-``node2``). Token authentication is on where the installed Ray has it (2.52 and later),
-with every shell set up as Ray's docs say (RAY_AUTH_MODE=token, the token in a file). The
-driver (main.py) runs from this machine with ``ray_address=127.0.0.1:<port>``, so it
-attaches to the head node; the second node shares nothing with it but the network. The
+temp dir (Ray 2.50 ignores a worker node's: there node 2 uses the head's) and working
+directory: the head (127.0.0.1, 2 CPUs, custom resource ``head``, dashboard on for the job
+API) and a second node (127.0.0.2, 1 CPU, custom resource ``node2``). Token authentication
+is on where the installed Ray has it (2.52 and later), with every shell set up as Ray's docs
+say (RAY_AUTH_MODE=token, the token in a file). The driver (main.py) runs from this machine
+with ``ray_address=127.0.0.1:<port>``, so it attaches to the head node; the second node
+shares nothing with it but the network. ``ray job submit`` comes after node 2 is gone. The
 tests marked ``ray_compat`` also run on the oldest supported Ray (.ci/run).
 
 Every process of both nodes is recorded while they run (Ray's workers start in sessions of
@@ -100,6 +101,20 @@ class RayNode:
             time.sleep(0.5)
         raise AssertionError(f"{self.name} not up in {START_TIMEOUT_S} s:\n{self.log_text()}")
 
+    def stop(self, timeout: float = 60) -> dict:
+        """Stop the node as ``ray stop`` does (SIGTERM): its raylet leaves the cluster, which
+        marks the node dead at once; whatever is left after ``timeout`` is killed."""
+        self.track()
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.kill()
+
     def kill(self) -> dict:
         """SIGKILL the node's process group and every process it started, as when its machine
         is lost; returns what is still alive after 10 s (nothing, normally)."""
@@ -167,6 +182,11 @@ class TwoNodes:
         )
         self.nodes.append(self.node2)
         self.node2.wait_started()
+
+    def node2_shares_the_heads_temp_dir(self) -> bool:
+        """Whether node 2 ignored its --temp-dir and runs in the head's (Ray 2.50 does: a
+        worker node takes the head's temp dir), sharing its runtime_env copies."""
+        return not any(self.node2.temp_dir.glob("session_*"))
 
     @property
     def address(self) -> str:
@@ -416,58 +436,6 @@ def test_no_actor_wrote_task_files_on_either_node(cluster, learner_on_node2):
     assert copies, "node 2 ran the project from its runtime_env copy"
 
 
-# ----- ray job submit -----
-
-
-# Not in the oldest-Ray leg: on Ray 2.50 the job's driver lost its working directory (its
-# cwd, the job's working_dir copy) while importing torch; it runs on the newest Ray.
-def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
-    address = f"http://127.0.0.1:{cluster.dashboard_port}"
-    ray_cli = [sys.executable, "-m", "ray.scripts.scripts", "job"]
-    submit = subprocess.run(
-        [
-            *ray_cli,
-            "submit",
-            f"--address={address}",
-            f"--working-dir={ROOT}",
-            "--",
-            "python",
-            "main.py",
-            "general_cfg.ray_address=auto",
-            "general_cfg.n_workers=1",
-            "general_cfg.max_env_steps=800",
-            "general_cfg.online_eval=false",
-            "general_cfg.save_fig=false",
-            "general_cfg.progress=false",
-            "algo_cfg.learn_start=200",
-        ],
-        cwd=cluster.root,
-        env=cluster.cli_env,  # RAY_AUTH_MODE=token and the token, as the README says
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
-    (job_id,) = set(re.findall(r"raysubmit_\w+", submit.stdout + submit.stderr))
-    logs = subprocess.run(
-        [*ray_cli, "logs", f"--address={address}", job_id],
-        env=cluster.cli_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert logs.returncode == 0, logs.stderr
-    # The task directory is the run's last line, inside the job's working_dir copy on the head.
-    (path,) = re.findall(r"^(/\S+/tasks/Train_CartPole-v1_DQN_[\d-]+)$", logs.stdout, re.M)
-    task = Path(path)
-    assert task.is_relative_to(cluster.head.temp_dir) and "working_dir_files" in task.parts
-    assert "this run is a Ray job" in logs.stdout  # the warning to set tasks_dir
-    summary = _summary(task)
-    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 800
-    assert (task / "models" / "last.pt").is_file()
-    _assert_on_the_drivers_node(summary, summary["placement"]["roles"]["data server"]["node_id"])
-
-
 # ----- losing the second node in the middle of a run (last: node 2 is gone after it) -----
 
 
@@ -561,6 +529,63 @@ def test_losing_the_second_node_mid_run_still_solves_cartpole(cluster, tmp_path)
     # Steps the worker had counted but not yet delivered (n-step folding) died with it.
     assert sum(map(int, restarted)) == dropped.get("lost_with_worker", 0)
     assert f"nodes lost during the run: {NODE2_IP}" in log
+
+
+# ----- ray job submit (node 2 gone: one node per machine, as in a real cluster) -----
+
+
+@pytest.mark.ray_compat
+def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
+    if cluster.node2.proc.poll() is None and cluster.node2_shares_the_heads_temp_dir():
+        # Ray 2.50 ignores a worker node's --temp-dir: node 2 unpacks the job's working_dir
+        # into the head's copy, over the job's running driver (docs/cluster-versions.md).
+        assert cluster.node2.stop() == {}
+    address = f"http://127.0.0.1:{cluster.dashboard_port}"
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts", "job"]
+    submit = subprocess.run(
+        [
+            *ray_cli,
+            "submit",
+            f"--address={address}",
+            f"--working-dir={ROOT}",
+            "--",
+            "python",
+            "main.py",
+            "general_cfg.ray_address=auto",
+            "general_cfg.n_workers=1",
+            "general_cfg.max_env_steps=800",
+            "general_cfg.online_eval=false",
+            "general_cfg.save_fig=false",
+            "general_cfg.progress=false",
+            "algo_cfg.learn_start=200",
+        ],
+        cwd=cluster.root,
+        env=cluster.cli_env,  # RAY_AUTH_MODE=token and the token, as the README says
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
+    (job_id,) = set(re.findall(r"raysubmit_\w+", submit.stdout + submit.stderr))
+    logs = subprocess.run(
+        [*ray_cli, "logs", f"--address={address}", job_id],
+        env=cluster.cli_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert logs.returncode == 0, logs.stderr
+    # The task directory is the run's last line, inside the job's working_dir copy on the head.
+    (path,) = re.findall(r"^(/\S+/tasks/Train_CartPole-v1_DQN_[\d-]+)$", logs.stdout, re.M)
+    task = Path(path)
+    assert task.is_relative_to(cluster.head.temp_dir) and "working_dir_files" in task.parts
+    assert "this run is a Ray job" in logs.stdout  # the warning to set tasks_dir
+    summary = _summary(task)
+    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 800
+    assert (task / "models" / "last.pt").is_file()
+    # The head is the only node left: the driver and its control plane run there.
+    (head,) = [n["node_id"] for n in summary["placement"]["nodes"] if n["head"]]
+    assert summary["placement"]["roles"]["data server"]["node_id"] == head
 
 
 @pytest.mark.ray_compat
