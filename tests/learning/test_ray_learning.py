@@ -42,6 +42,7 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     "sac-pendulum": ("pendulum_sac", (), -200.0),
     "ppo-cartpole": ("cartpole_ppo", (), 475.0),
     "appo-cartpole": ("cartpole_appo", ("general_cfg.max_env_steps=100000",), 475.0),
+    "appo-pendulum": ("pendulum_appo", (), -300.0),  # its yaml's budget: 300k env steps
     "impala-cartpole": ("cartpole_impala", (), 475.0),  # its yaml's budget: 100k env steps
 }
 
