@@ -12,7 +12,7 @@ imports, Ray's start and stop (ours), the subprocess envs' start (SB3's SubprocV
     python benchmarks/vs_peers.py --cases slow_cartpole_ppo --seeds 1
     python benchmarks/vs_peers.py --long           # and LunarLander-v3, DQN and PPO (box2d)
 
-Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters):
+Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters, benchmarks/sb3_zoo.yaml):
 
 - ``cartpole_ppo``: configs/cartpole_ppo.yaml vs PPO, DummyVecEnv(8) (RL Zoo's n_envs 8).
 - ``cartpole_dqn``: configs/cartpole_dqn.yaml vs DQN, one env.
@@ -71,60 +71,30 @@ def threshold_of(case: str) -> float:
 
 
 # ----- SB3, in a process of its own (python benchmarks/vs_peers.py --sb3 ...) -----
+SB3_ZOO = Path(__file__).with_name("sb3_zoo.yaml")  # RL Zoo's hyperparameters, per setting
+
+
 def _linear(start: float) -> Any:
     return lambda progress: progress * start  # RL Zoo's lin_<start>
 
 
+def _schedule(value: Any) -> Any:
+    """RL Zoo's ``lin_<x>`` as the schedule it names; any other value as it is."""
+    if isinstance(value, str) and value.startswith("lin_"):
+        return _linear(float(value.removeprefix("lin_")))
+    return value
+
+
 def sb3_settings(name: str) -> tuple[str, str, int, int, dict[str, Any]]:
     """(algorithm, env id, n_envs, budget in env steps, kwargs): RL Zoo's hyperparameters."""
-    if name == "ppo_cartpole":
-        kwargs = dict(
-            n_steps=32,
-            batch_size=256,
-            gae_lambda=0.8,
-            gamma=0.98,
-            n_epochs=20,
-            ent_coef=0.0,
-            learning_rate=_linear(0.001),
-            clip_range=_linear(0.2),
-        )
-        return "PPO", "CartPole-v1", 8, 100_000, kwargs
-    if name == "dqn_cartpole":
-        kwargs = dict(
-            learning_rate=2.3e-3,
-            batch_size=64,
-            buffer_size=100_000,
-            learning_starts=1000,
-            gamma=0.99,
-            target_update_interval=10,
-            train_freq=256,
-            gradient_steps=128,
-            exploration_fraction=0.16,
-            exploration_final_eps=0.04,
-            policy_kwargs=dict(net_arch=[256, 256]),
-        )
-        return "DQN", "CartPole-v1", 1, 100_000, kwargs
-    if name == "dqn_lunarlander":
-        kwargs = dict(
-            learning_rate=6.3e-4,
-            batch_size=128,
-            buffer_size=50_000,
-            learning_starts=0,
-            gamma=0.99,
-            target_update_interval=250,
-            train_freq=4,
-            gradient_steps=-1,
-            exploration_fraction=0.12,
-            exploration_final_eps=0.1,
-            policy_kwargs=dict(net_arch=[256, 256]),
-        )
-        return "DQN", "LunarLander-v3", 1, 100_000, kwargs
-    if name == "ppo_lunarlander":
-        kwargs = dict(
-            n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01
-        )
-        return "PPO", "LunarLander-v3", 16, 1_000_000, kwargs
-    raise ValueError(f"unknown SB3 setting {name!r}")
+    import yaml
+
+    settings = yaml.safe_load(SB3_ZOO.read_text())
+    if name not in settings:
+        raise ValueError(f"unknown SB3 setting {name!r}")
+    zoo = settings[name]
+    kwargs = {key: _schedule(value) for key, value in zoo["kwargs"].items()}
+    return zoo["algo"], zoo["env_id"], zoo["n_envs"], zoo["budget"], kwargs
 
 
 def run_sb3(name: str, seed: int, slow: bool, slow_eval: bool, threshold: float) -> None:

@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from algos import ALGORITHMS
-from tests.support.runs import ROOT
+from tests.support.runs import ROOT, run_python
 
 ALGOS_DIR = ROOT / "algos"
 RUNTIME_DIR = ROOT / "joyrl_ray"
@@ -97,9 +95,7 @@ def test_importing_every_algorithm_loads_no_ray() -> None:
         "        print(m)\n"
         "        break\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    done = run_python(code, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"importing {done.stdout.strip()} loaded ray"
 

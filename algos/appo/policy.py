@@ -12,13 +12,11 @@ Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from algos.base import to_tensor
-from algos.ppo.policy import PPO
+from algos.ppo.policy import PPO, TargetInputs, Targets
 from algos.vtrace import vtrace
-from joyrl_ray.batch import Batch
 
 
 class APPO(PPO):
@@ -29,27 +27,19 @@ class APPO(PPO):
         parts = zip(obs.split(chunk), actions.split(chunk), strict=True)
         return torch.cat([self.policy.actor(o).log_prob(a) for o, a in parts])
 
-    def _targets(
-        self,
-        batch: Batch,
-        obs: torch.Tensor,
-        actions: torch.Tensor,
-        values: torch.Tensor,
-        next_values: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        rewards, terminated, truncated = self._rewards(batch)
-        shape = rewards.shape
+    def _rollout_targets(self, rollout: TargetInputs) -> Targets:
+        """V-trace advantages and targets ``v_s`` from ``log pi - log mu``, and ``log pi``."""
+        shape = rollout.rewards.shape
         device = self.device
-        behaviour = to_tensor(np.asarray(batch["log_prob"]), device, torch.float32)
-        target = self._log_probs(obs, actions)
+        target = self._log_probs(rollout.obs, rollout.actions)
         cfg = self.cfg
         out = vtrace(
-            target.reshape(shape) - behaviour.reshape(shape),
-            to_tensor(rewards, device),
-            values,
-            next_values,
-            to_tensor(terminated, device),
-            to_tensor(truncated, device),
+            target.reshape(shape) - rollout.behaviour_log_prob.reshape(shape),
+            to_tensor(rollout.rewards, device),
+            rollout.values,
+            rollout.next_values,
+            to_tensor(rollout.terminated, device),
+            to_tensor(rollout.truncated, device),
             gamma=self.gamma,
             rho_bar=cfg.rho_bar,
             c_bar=cfg.c_bar,

@@ -9,7 +9,7 @@ old log-probabilities are the ones the workers stored when they sampled the acti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +23,25 @@ from algos.ppo.distributions import Actor, init_orthogonal
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
 from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, TERMINATED, TRUNCATED, Batch
+
+
+class TargetInputs(NamedTuple):
+    """One rollout as :meth:`PPO.learn` hands it to the targets: ``[T, N]`` rewards (scaled
+    when ``reward_scaling``), terminated and truncated flags and the critic's values of
+    ``obs`` and of ``next_obs``; the flat observations and actions, and the
+    log-probabilities the workers stored when they sampled the actions (flat)."""
+
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    values: torch.Tensor
+    next_values: torch.Tensor
+    obs: torch.Tensor
+    actions: torch.Tensor
+    behaviour_log_prob: torch.Tensor
+
+
+Targets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class PPOPolicy(Policy):
@@ -113,25 +132,33 @@ class PPO(Algorithm):
         actions: torch.Tensor,
         values: torch.Tensor,
         next_values: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> Targets:
         """Flat advantages, value targets and the log-probabilities the surrogate's ratio is
-        taken against: GAE(lambda) and the workers' own log-probabilities (on-policy data)."""
+        taken against (:meth:`_rollout_targets`), for the flat ``obs`` and ``actions`` of
+        ``batch`` and the critic's ``values`` and ``next_values`` ``[T, N]``."""
         rewards, terminated, truncated = self._rewards(batch)
+        stored = to_tensor(np.asarray(batch["log_prob"]).reshape(-1), self.device, torch.float32)
+        inputs = TargetInputs(
+            rewards, terminated, truncated, values, next_values, obs, actions, stored
+        )
+        return self._rollout_targets(inputs)
+
+    def _rollout_targets(self, rollout: TargetInputs) -> Targets:
+        """GAE(lambda) and the workers' own log-probabilities (on-policy data)."""
         advantages, returns = compute_gae(
-            rewards,
-            values.cpu().numpy(),
-            next_values.cpu().numpy(),
-            terminated,
-            truncated,
+            rollout.rewards,
+            rollout.values.cpu().numpy(),
+            rollout.next_values.cpu().numpy(),
+            rollout.terminated,
+            rollout.truncated,
             self.gamma,
             self.cfg.gae_lambda,
         )
         device = self.device
-        old_log_prob = to_tensor(np.asarray(batch["log_prob"]).reshape(-1), device, torch.float32)
         return (
             to_tensor(advantages.reshape(-1), device),
             to_tensor(returns.reshape(-1), device),
-            old_log_prob,
+            rollout.behaviour_log_prob,
         )
 
     def _scale_rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:

@@ -43,6 +43,18 @@ def bandit_reward(kind: str, obs: np.ndarray, actions: np.ndarray) -> np.ndarray
     return -np.square(np.clip(actions, -1, 1) - target).sum(axis=1).astype(np.float32)
 
 
+def greedy_return(policy: PPOPolicy, kind: str, obs: np.ndarray) -> float:
+    """The bandit's mean reward for the policy's greedy actions on ``obs``."""
+    actions, _ = policy.act(obs, explore=False, env_steps=0)
+    return float(bandit_reward(kind, obs, actions).mean())
+
+
+def assert_learned(kind: str, before: float, after: float) -> None:
+    """The greedy return rose, at least halfway from ``before`` to the best one."""
+    best = {"discrete": 1.0, "multi_discrete": 2.0, "gaussian": 0.0}[kind]
+    assert after > before and after >= best - 0.5 * abs(best - before), (before, after)
+
+
 def rollout(policy: PPOPolicy, kind: str, rng: np.random.Generator, steps: int = 16, envs: int = 8):
     cols: dict[str, list[np.ndarray]] = {}
     for _ in range(steps):
@@ -67,19 +79,13 @@ def test_ppo_improves_a_bandit(kind: str) -> None:
     algo = make(SPACES[kind], lr=3e-3, n_epochs=4, n_minibatches=2, log_std_init=-1.0)
     rng = np.random.default_rng(0)
     obs = rng.uniform(-1, 1, (512, 2)).astype(np.float32)
-
-    def greedy_return() -> float:
-        actions, _ = algo.policy.act(obs, explore=False, env_steps=0)
-        return float(bandit_reward(kind, obs, actions).mean())
-
-    before = greedy_return()
+    before = greedy_return(algo.policy, kind, obs)
     for _ in range(40):
         result = algo.learn(rollout(algo.policy, kind, rng))
-    after = greedy_return()
+    after = greedy_return(algo.policy, kind, obs)
     assert algo.updates == 40
     assert all(np.isfinite(v) for v in result.metrics.values()), result.metrics
-    best = {"discrete": 1.0, "multi_discrete": 2.0, "gaussian": 0.0}[kind]
-    assert after > before and after >= best - 0.5 * abs(best - before), (before, after)
+    assert_learned(kind, before, after)
 
 
 def test_linear_lr_schedule_and_state_round_trip() -> None:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import gymnasium as gym
 import numpy as np
 import pytest
 
 from envs import EnvConfig, EnvSpecError, make_env, probe_env
-from tests.support.runs import ROOT, needs_extra
+from tests.support.runs import needs_extra, run_python
 
 needs_extra("ale_py", "requirements-atari.txt")
 needs_extra("cv2", "requirements-atari.txt")
@@ -52,9 +49,7 @@ def test_ale_id_in_a_fresh_process_imports_ale_py_for_the_user() -> None:
         "env = make_env(EnvConfig(id='PongNoFrameskip-v4'))\n"
         "print(env.spec.id)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    out = run_python(script)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "PongNoFrameskip-v4"
     assert "A.L.E" not in out.stderr  # the emulator's banner is silenced

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import gymnasium as gym
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 from envs import EnvConfig, EnvSpecError, probe_env
-from tests.support.runs import ROOT, needs_extra
+from tests.support.runs import needs_extra, run_python
 
 EXTRA_ENVS = "tests.support.extra_envs"
 
@@ -92,9 +91,7 @@ def test_gymnasium_box2d_env_without_box2d_in_a_fresh_process() -> None:
         "except EnvSpecError as exc:\n"
         "    print(exc)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    out = run_python(script)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().startswith("env_cfg.id='LunarLander-v3' needs the box2d extra")
     assert 'pip install -r requirements-box2d.txt (or pip install "gymnasium[box2d]")' in out.stdout

@@ -21,134 +21,37 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from joyrl_ray.ray_version import has_token_auth, installed_ray
-from tests.support.procs import (
-    ROOT,
-    TrackedRun,
-    alive,
-    descendants,
-    free_port,
-    main_env,
-    ray_procs,
-    task_dirs,
-    wait_gone,
-)
+from joyrl_ray.ray_version import installed_ray
+from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
+from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-START_TIMEOUT_S = 180
 NODE2_IP = "127.0.0.2"  # all of 127/8 is loopback: the second node gets an address of its own
 TASK_FILES = ("*.pt", "events.out.tfevents*", "summary.json", "progress.csv")
 
 
-class RayNode:
-    """One ``ray start ... --block`` in its own session, started from its own directory."""
-
-    def __init__(self, name: str, root: Path, args: list[str], env: dict[str, str]) -> None:
-        self.name = name
-        self.cwd = root / f"{name}_cwd"
-        self.temp_dir = root / f"{name}_ray"
-        self.cwd.mkdir()
-        self.log_path = root / f"{name}.log"
-        self.log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ray.scripts.scripts",
-                "start",
-                *args,
-                f"--temp-dir={self.temp_dir}",
-                f"--dashboard-agent-listen-port={free_port()}",
-                "--block",
-            ],
-            cwd=self.cwd,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.seen: dict = {}
-
-    def log_text(self) -> str:
-        self.log.flush()
-        return self.log_path.read_text()
-
-    def track(self) -> None:
-        """Record every process below ``ray start`` now (raylet, agents, workers)."""
-        if self.proc.poll() is None:
-            self.seen.update(descendants(self.proc.pid))
-
-    def wait_started(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            self.track()
-            if self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited early:\n{self.log_text()[-3000:]}")
-            if "will now block" in self.log_text():
-                return
-            time.sleep(0.5)
-        raise AssertionError(f"{self.name} not up in {START_TIMEOUT_S} s:\n{self.log_text()}")
-
-    def stop(self, timeout: float = 60) -> dict:
-        """Stop the node as ``ray stop`` does (SIGTERM): its raylet leaves the cluster, which
-        marks the node dead at once; whatever is left after ``timeout`` is killed."""
-        self.track()
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        return self.kill()
-
-    def kill(self) -> dict:
-        """SIGKILL the node's process group and every process it started, as when its machine
-        is lost; returns what is still alive after 10 s (nothing, normally)."""
-        self.track()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        for proc in self.seen:
-            if alive(proc):
-                try:
-                    os.kill(proc[0], signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        if self.proc.poll() is None:
-            self.proc.wait(10)
-        return wait_gone(self.seen, timeout=10)
-
-
 class TwoNodes:
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="jrm", dir="/tmp"))  # short: socket paths
-        self.token = self.root / "token"
-        self.token.write_text(secrets.token_hex(32))
+        self.root = cluster_root("jrm")
+        self.token = new_token(self.root)
         self.port, self.dashboard_port = free_port(), free_port()
-        env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token))
-        env.pop("RAY_AUTH_TOKEN", None)
-        # As from an activated venv: a job's `python` is this interpreter, with this Ray.
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        # The dashboard (for `ray job submit`) starts ~9 module processes, each given 30 s
-        # to come up: too few on a loaded 2-core machine.
-        env["RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"] = "180"
-        if not has_token_auth(installed_ray() or ""):
-            env.pop("RAY_AUTH_MODE")
+        env = token_env(
+            self.token,
+            # As from an activated venv: a job's `python` is this interpreter, with this Ray.
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            # The dashboard (for `ray job submit`) starts ~9 module processes, each given
+            # 30 s to come up: too few on a loaded 2-core machine.
+            RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT="180",
+        )
         self.cli_env = env
         self.head = RayNode(
             "head",
@@ -292,9 +195,11 @@ def _assert_on_the_drivers_node(summary: dict, node_id: str) -> None:
 
 
 def _job_actors(cluster: TwoNodes) -> list[str]:
-    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::Coordinator")
     return [
-        c for n in cluster.nodes for c in descendants(n.proc.pid).values() if c.startswith(names)
+        c
+        for n in cluster.nodes
+        for c in descendants(n.proc.pid).values()
+        if c.startswith(JOB_ACTORS)
     ]
 
 

@@ -12,127 +12,95 @@ the oldest supported Ray (.ci/run).
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from joyrl_ray.ray_version import has_token_auth, installed_ray
+from joyrl_ray.ray_version import installed_ray
+from tests.support.clusters import (
+    JOB_ACTORS,
+    TOKEN_AUTH,
+    RayNode,
+    cluster_root,
+    new_token,
+    token_env,
+)
 from tests.support.procs import (
     ROOT,
     TrackedRun,
     alive,
     descendants,
     free_port,
-    main_env,
     task_dirs,
     wait_gone,
 )
+from tests.support.runs import run_python
 
 pytestmark = pytest.mark.cluster
-START_TIMEOUT_S = 180
-TOKEN_AUTH = has_token_auth(installed_ray() or "")  # the installed Ray has token auth
 
 
 class Cluster:
+    """A one-node cluster: ``ray start --head`` with 2 CPUs and no dashboard."""
+
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="jrc", dir="/tmp"))  # short: socket paths
-        self.token = self.dir / "token"
-        self.token.write_text(secrets.token_hex(32))
+        self.dir = cluster_root("jrc")
+        self.token = new_token(self.dir)
         self.port, self.client_port = free_port(), free_port()
-        self.log = (self.dir / "head.log").open("w")
-        env = self.cli_env()
-        self.proc = subprocess.Popen(
+        self.head = RayNode(
+            "head",
+            self.dir,
             [
-                sys.executable,
-                "-m",
-                "ray.scripts.scripts",
-                "start",
                 "--head",
                 f"--port={self.port}",
                 f"--ray-client-server-port={self.client_port}",
-                f"--dashboard-agent-listen-port={free_port()}",
                 f"--dashboard-port={free_port()}",
                 "--num-cpus=2",
                 "--include-dashboard=false",
-                f"--temp-dir={self.dir / 'ray'}",
-                "--block",
             ],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            self.cli_env(),
         )
-        self.seen: dict = {}
-
-    def log_text(self) -> str:
-        self.log.flush()
-        return (self.dir / "head.log").read_text()
-
-    def wait_started(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            self.seen.update(descendants(self.proc.pid))
-            if self.proc.poll() is not None:
-                raise AssertionError(f"ray start exited early:\n{self.log_text()[-3000:]}")
-            if "will now block" in self.log_text():
-                return
-            time.sleep(0.5)
-        raise AssertionError(f"ray start not up in {START_TIMEOUT_S} s:\n{self.log_text()[-3000:]}")
+        self.proc = self.head.proc
+        self.seen = self.head.seen
 
     def cli_env(self, **extra: str) -> dict[str, str]:
-        """A shell set up as Ray's docs say: token mode on, the token in a file (where the
-        installed Ray has token authentication; RAY_AUTH_MODE unset where it has not)."""
-        env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token))
-        env.pop("RAY_AUTH_TOKEN", None)
-        if not TOKEN_AUTH:
-            env.pop("RAY_AUTH_MODE")
-        env.update(extra)
-        return env
+        """A shell set up as Ray's docs say (:func:`~tests.support.clusters.token_env`)."""
+        return token_env(self.token, **extra)
 
     def driver_env(self, **extra: str) -> dict[str, str]:
         """A user's shell on a machine that may attach: the same as the head's."""
         return self.cli_env(**extra)
 
     def stop(self) -> dict:
-        """SIGTERM the group (SIGKILL after 5 s), then whatever it started; what is left."""
-        if self.proc.poll() is None:
-            self.seen.update(descendants(self.proc.pid))
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-            except ProcessLookupError:
-                pass
-        try:  # workers run in sessions of their own: not in the group
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        left = wait_gone(self.seen, timeout=10)
-        for proc in left:
-            os.kill(proc[0], signal.SIGKILL)
-        return left
+        """SIGTERM the group (SIGKILL after 5 s); what of it is left 10 s later, without
+        killing Ray's workers one by one."""
+        return self.head.stop(5, sweep=False)
 
 
 @pytest.fixture(scope="module")
 def cluster():
     head = Cluster()
     try:
-        head.wait_started()
+        head.head.wait_started()
         yield head
     finally:
         head.stop()
-        head.log.close()
+        head.head.log.close()
         shutil.rmtree(head.dir, ignore_errors=True)
+
+
+# One short training run, as main.py's arguments after the address.
+RUN_ARGS = (
+    "general_cfg.n_workers=1",
+    "general_cfg.max_env_steps=600",
+    "general_cfg.online_eval=false",
+    "general_cfg.save_fig=false",
+    "general_cfg.progress=false",
+    "algo_cfg.learn_start=200",
+)
 
 
 def _main(cluster: Cluster, address: str, tasks: Path, timeout: float = 400, **env: str):
@@ -141,13 +109,8 @@ def _main(cluster: Cluster, address: str, tasks: Path, timeout: float = 400, **e
             sys.executable,
             str(ROOT / "main.py"),
             f"general_cfg.ray_address={address}",
-            "general_cfg.n_workers=1",
-            "general_cfg.max_env_steps=600",
-            "general_cfg.online_eval=false",
-            "general_cfg.save_fig=false",
-            "general_cfg.progress=false",
+            *RUN_ARGS,
             f"general_cfg.tasks_dir={tasks}",
-            "algo_cfg.learn_start=200",
         ],
         cwd=ROOT,
         env=cluster.driver_env(**env),
@@ -158,8 +121,7 @@ def _main(cluster: Cluster, address: str, tasks: Path, timeout: float = 400, **e
 
 
 def _job_actors(cluster: Cluster) -> dict:
-    names = ("ray::Worker", "ray::Learner", "ray::DataServer", "ray::Coordinator")
-    return {p: c for p, c in descendants(cluster.proc.pid).items() if c.startswith(names)}
+    return {p: c for p, c in descendants(cluster.proc.pid).items() if c.startswith(JOB_ACTORS)}
 
 
 def _assert_finished(proc, tasks: Path) -> dict:
@@ -222,13 +184,8 @@ def _tracked_main(cluster: Cluster, tasks: Path, *args: str, **env: str) -> Trac
     return TrackedRun(
         (
             *args,
-            "general_cfg.n_workers=1",
-            "general_cfg.max_env_steps=600",
-            "general_cfg.online_eval=false",
-            "general_cfg.save_fig=false",
-            "general_cfg.progress=false",
+            *RUN_ARGS,
             f"general_cfg.tasks_dir={tasks}",
-            "algo_cfg.learn_start=200",
         ),
         env=cluster.driver_env(**env),
         log_dir=tasks.parent,
@@ -284,26 +241,15 @@ def test_attach_by_ray_client_runs(cluster, tmp_path):
 CHECK = "from joyrl_ray.ray_cluster import check_address as c; c({!r})"
 
 
-def _check_in_subprocess(address: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", CHECK.format(address)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_auto_finds_the_cluster_from_ray_address(cluster):
     env = cluster.driver_env(RAY_ADDRESS=f"127.0.0.1:{cluster.port}")
-    proc = _check_in_subprocess("auto", env)
+    proc = run_python(CHECK.format("auto"), timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
 
 
-def _main_refused(cluster: Cluster, tmp_path: Path, env: dict[str, str]) -> tuple[str, float]:
-    """main.py attaching with ``env``: exits 2 before anything starts; its last stderr line
-    (after Ray's own retry warnings) and how long it took."""
+def _main_refused(cluster: Cluster, tmp_path: Path, env: dict[str, str]) -> tuple[list[str], float]:
+    """main.py attaching with ``env``: exits 2 before anything starts; its stderr lines (the
+    last one after Ray's own retry warnings, if any) and how long it took."""
     tasks = tmp_path / "tasks"
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -323,7 +269,7 @@ def _main_refused(cluster: Cluster, tmp_path: Path, env: dict[str, str]) -> tupl
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert not tasks.exists() or task_dirs(tasks) == []  # nothing was started
-    return proc.stderr.strip().splitlines()[-1], took
+    return proc.stderr.strip().splitlines(), took
 
 
 @pytest.mark.ray_compat
@@ -334,23 +280,7 @@ def test_token_mode_without_a_usable_token_is_one_line_before_anything_starts(cl
     home.mkdir()
     env = cluster.driver_env(HOME=str(home), RAY_AUTH_MODE="token")
     env.pop("RAY_AUTH_TOKEN_PATH")
-    tasks = tmp_path / "tasks"
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "main.py"),
-            f"general_cfg.ray_address=127.0.0.1:{cluster.port}",
-            f"general_cfg.tasks_dir={tasks}",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    lines = proc.stderr.strip().splitlines()
+    lines, took = _main_refused(cluster, tmp_path, env)
     assert len(lines) == 1 and lines[0].startswith("error: general_cfg.ray_address="), lines
     if TOKEN_AUTH:
         assert "RAY_AUTH_MODE=token but no Ray auth token was found" in lines[0]
@@ -358,15 +288,15 @@ def test_token_mode_without_a_usable_token_is_one_line_before_anything_starts(cl
     else:
         assert f"ray {installed_ray()} has no token authentication" in lines[0], lines[0]
         assert "Ray 2.52 and later" in lines[0]
-    assert time.monotonic() - t0 < 30
-    assert not tasks.exists() or task_dirs(tasks) == []
+    assert took < 30
 
 
 def test_a_wrong_token_is_refused_with_what_to_set(cluster, tmp_path):
     # Not a ray_compat check: it runs on the newest Ray, which has token authentication.
     assert TOKEN_AUTH, f"ray {installed_ray()} has no token authentication (2.52 and later)"
     env = cluster.driver_env(RAY_AUTH_TOKEN="not-the-token")
-    line, took = _main_refused(cluster, tmp_path, env)
+    lines, took = _main_refused(cluster, tmp_path, env)
+    line = lines[-1]
     assert line.startswith("error: general_cfg.ray_address=") and "cannot attach" in line
     assert "refused this machine's Ray auth token" in line and "ray get-auth-token" in line
     assert took < 60
@@ -376,7 +306,8 @@ def test_token_mode_unset_on_a_token_cluster_says_to_set_it(cluster, tmp_path):
     assert TOKEN_AUTH, f"ray {installed_ray()} has no token authentication (2.52 and later)"
     env = cluster.driver_env()
     env.pop("RAY_AUTH_MODE")
-    line, took = _main_refused(cluster, tmp_path, env)
+    lines, took = _main_refused(cluster, tmp_path, env)
+    line = lines[-1]
     assert "cannot attach" in line and "export RAY_AUTH_MODE=token" in line, line
     assert took < 60
 

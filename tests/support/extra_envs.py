@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
+
+from tests.support.custom_env import CountingEnv
 
 BIG_REWARDS = (5.0, -3.0, 10.0, 2.0)  # one episode; clipped they would sum to 2
 
 
-class BigRewardEnv(gym.Env):
+class BigRewardEnv(CountingEnv):
     """Rewards of magnitude > 1, whatever the action; an episode is ``len(BIG_REWARDS)`` steps."""
 
     def __init__(self) -> None:
-        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-        self.t = 0
+        super().__init__(goal=len(BIG_REWARDS))
 
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(1, dtype=np.float32), {}
-
-    def step(self, action):
-        reward = BIG_REWARDS[self.t]
-        self.t += 1
-        obs = np.array([self.t / len(BIG_REWARDS)], dtype=np.float32)
-        return obs, reward, self.t >= len(BIG_REWARDS), False, {}
+    def reward(self, action) -> float:
+        return BIG_REWARDS[self.t]
 
 
 class NeedsBox2DEnv(gym.Env):

@@ -97,6 +97,16 @@ def wait_gone(procs: dict[Proc, str], timeout: float) -> dict[Proc, str]:
         time.sleep(0.2)
 
 
+def kill_procs(procs: dict[Proc, str]) -> None:
+    """SIGKILL every process of ``procs`` that is still alive (the same pid and start)."""
+    for proc in procs:
+        if alive(proc):
+            try:
+                os.kill(proc[0], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -182,12 +192,7 @@ class TrackedRun:
             except ProcessLookupError:
                 pass
             self.proc.wait(10)
-        for proc in self.seen:
-            if alive(proc):
-                try:
-                    os.kill(proc[0], signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_procs(self.seen)
         self._out.close()
         self._err.close()
 

@@ -10,27 +10,23 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from tests.support.custom_env import CountingEnv
+
 ENV_ID = "JoyrlCountdown-v0"
 
 
-class CountdownEnv(gym.Env):
+class CountdownEnv(CountingEnv):
     """Reward 1 per step; terminates after ``length`` steps."""
 
     def __init__(self, length: int = 5) -> None:
+        super().__init__(goal=length)
         self.length = length
-        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-        self.t = 0
 
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.ones(1, dtype=np.float32), {}
+    def reward(self, action) -> float:
+        return 1.0
 
-    def step(self, action):
-        self.t += 1
-        obs = np.array([1.0 - self.t / self.length], dtype=np.float32)
-        return obs, 1.0, self.t >= self.length, False, {}
+    def observe(self) -> np.ndarray:
+        return np.array([1.0 - self.t / self.length], dtype=np.float32)
 
 
 if ENV_ID not in gym.registry:

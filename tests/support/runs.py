@@ -38,6 +38,20 @@ def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> R
     return RunConfig.from_omegaconf(load_config(yaml_path, base + list(overrides)))
 
 
+def run_python(
+    code: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` in a fresh interpreter, from the project root, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def run_main(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run ``python main.py ARGS`` as a user would; returns its exit code and output.
 

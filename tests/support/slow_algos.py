@@ -16,15 +16,21 @@ from algos.registry import AlgoSpec
 from joyrl_ray.batch import Batch
 
 
+class SleepsToLearn:
+    """Mixed in before an algorithm: every update first sleeps ``cfg.learn_sleep_s``."""
+
+    def learn(self, batch: Batch) -> LearnResult:
+        time.sleep(self.cfg.learn_sleep_s)
+        return super().learn(batch)
+
+
 @dataclass
 class SlowDQNConfig(DQNConfig):
     learn_sleep_s: float = 0.01  # added to every update
 
 
-class SlowDQN(DQN):
-    def learn(self, batch: Batch) -> LearnResult:
-        time.sleep(self.cfg.learn_sleep_s)
-        return super().learn(batch)
+class SlowDQN(SleepsToLearn, DQN):
+    pass
 
 
 SLOW_DQN = AlgoSpec("SlowDQN", SlowDQNConfig, SlowDQN)
@@ -35,10 +41,8 @@ class SlowAPPOConfig(APPOConfig):
     learn_sleep_s: float = 0.2  # added to every update
 
 
-class SlowAPPO(APPO):
-    def learn(self, batch: Batch) -> LearnResult:
-        time.sleep(self.cfg.learn_sleep_s)
-        return super().learn(batch)
+class SlowAPPO(SleepsToLearn, APPO):
+    pass
 
 
 SLOW_APPO = AlgoSpec("SlowAPPO", SlowAPPOConfig, SlowAPPO)
