@@ -124,6 +124,7 @@ class Driver:
                     self._wait_for_roles()
                     break
             if self.server_alive:
+                self.runtime.flush_reports()  # what the shards still hold, then the last drain
                 self._drain()
             self._finish_evals()
         self._take_results()

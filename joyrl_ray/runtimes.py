@@ -134,6 +134,8 @@ class Runtime(Protocol):
 
     def data_plane_stats(self) -> DataPlaneStats: ...
 
+    def flush_reports(self) -> None: ...
+
     def shutdown(self) -> None: ...
 
 
@@ -177,6 +179,17 @@ class _DataPlaneCalls:
         """Every replay shard's contents (a dead shard raises: its replay is gone)."""
         calls = [a.buffer_state() for a in self.data_plane if isinstance(a, DataServerClient)]
         return [call.result(CALL_TIMEOUT_S) for call in calls]
+
+    def flush_reports(self) -> None:
+        """The workers' reports still in replay shards, to the coordinator (before the
+        driver's last drain). A shard that died took its reports with it."""
+        shards = [a for a in self.data_plane if isinstance(a, DataServerClient)]
+        calls = [shard.flush_reports(CALL_TIMEOUT_S) for shard in shards]
+        for call in calls:
+            try:
+                call.result(CALL_TIMEOUT_S + 5)
+            except RoleError:
+                continue
 
     def data_plane_stats(self) -> DataPlaneStats:
         stored, priorities, busy = 0, 0, 0.0

@@ -218,6 +218,7 @@ class Worker:
         self.stop = False
         self.throttled = False
         self.report = WorkerReport(worker_id, 0)
+        self.incarnation = 0  # the coordinator says which start of this worker this is
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
         self.failed_rebuilds = 0
@@ -377,6 +378,7 @@ class Worker:
         where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
         start = self.link.register_worker(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps
+        self.incarnation = self.report.incarnation = start.incarnation
         self.stop = start.stop
         if start.weights is not None:
             self._take_weights(start.weights, now=True)
@@ -444,7 +446,8 @@ class Worker:
         return chunk if error is None else self._recover_from_env_error(error, chunk)
 
     def _take_report(self) -> WorkerReport:
-        report, self.report = self.report, WorkerReport(self.worker_id, 0)
+        report = self.report
+        self.report = WorkerReport(self.worker_id, 0, incarnation=self.incarnation)
         report.times = WorkerTimes(**vars(self.times))
         self.times = WorkerTimes()
         self.global_env_steps += report.env_steps

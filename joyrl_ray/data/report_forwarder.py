@@ -1,0 +1,115 @@
+"""A replay shard's workers' reports, forwarded to the coordinator a few times a second.
+
+A worker's report (env steps, episodes, drops, errors) travels with its rows in one insert
+call; the shard gathers the reports of its workers and forwards them in one call at most
+every ``interval_s`` (0: at once, inside the insert: the one-process backend), so the
+coordinator takes a few calls per second per shard instead of one per worker chunk. Its
+answer (the stop, the global env steps, the newest weights) is what the shard's insert
+acks hand to the workers until the next answer.
+
+A report that ends a run (an env that failed on every try) is forwarded at once; the
+runtime flushes what is left at the end (``flush``), before the driver's last drain, so
+the accounting is exact. The reports of a shard that dies before forwarding them die with
+it, as its rows do: neither is counted (at most ``interval_s`` of its workers' steps).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from joyrl_ray.handles import RoleError
+from joyrl_ray.messages import PushAck, WorkerReport
+
+if TYPE_CHECKING:
+    from joyrl_ray.plane_clients import CoordinatorClient
+
+FORWARD_EVERY_S = 0.1
+CALL_TIMEOUT_S = 60.0
+
+
+class ReportForwarder:
+    """Reports waiting for the next forward, and the coordinator's latest answer."""
+
+    def __init__(
+        self, shard: int, coordinator: CoordinatorClient | None, interval_s: float
+    ) -> None:
+        self.shard = shard
+        self.coordinator = coordinator  # None: a shard alone (tests); reports stay here
+        self.interval_s = interval_s
+        self._cond = threading.Condition()
+        self.pending: list[tuple[WorkerReport, int]] = []
+        self.sending = 0  # reports in the forward under way
+        self.urgent = False
+        self.answer = PushAck(stop=False, throttled=False, env_steps=0)
+        self.known_version = 0
+        self.failure: str | None = None  # the coordinator stopped answering: why
+        self.last_forward = 0.0  # monotonic s
+        if interval_s > 0:
+            threading.Thread(target=self._serve, name=f"forward {shard}", daemon=True).start()
+
+    def add(self, report: WorkerReport, rows: int) -> None:
+        """A worker's report, ``rows`` of its transitions stored here (or dropped here)."""
+        with self._cond:
+            self.pending.append((report, rows))
+            if report.fatal_env_error:
+                self.urgent = True
+            self._cond.notify_all()
+        if self.interval_s <= 0:
+            self._forward()
+
+    def latest(self) -> PushAck:
+        """The coordinator's latest answer (the weights are the newest the shard knows)."""
+        with self._cond:
+            a = self.answer
+            return PushAck(a.stop, False, a.env_steps, a.weights)
+
+    def flush(self, timeout_s: float) -> bool:
+        """Forward what waits now, and wait until it is answered; False past the deadline."""
+        if self.interval_s <= 0:
+            self._forward()
+            return True
+        with self._cond:
+            self.urgent = True
+            self._cond.notify_all()
+            return self._cond.wait_for(
+                lambda: (not self.pending and not self.sending) or self.failure is not None,
+                timeout=timeout_s,
+            )
+
+    def _serve(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self.pending))
+                # At most one forward per interval_s, unless a report is urgent.
+                due = self.last_forward + self.interval_s - time.monotonic()
+                if due > 0:
+                    self._cond.wait_for(lambda: self.urgent, timeout=due)
+                self.last_forward = time.monotonic()
+            self._forward()
+
+    def _forward(self) -> None:
+        with self._cond:
+            if self.coordinator is None or self.failure is not None or not self.pending:
+                self.pending = [] if self.failure is not None else self.pending
+                return
+            reports, self.pending = self.pending, []
+            self.sending, self.urgent = len(reports), False
+            known = self.known_version
+        try:
+            call = self.coordinator.take_reports(self.shard, reports, known)
+            answer: PushAck | None = call.result(CALL_TIMEOUT_S)
+        except RoleError as exc:  # the coordinator is gone: the run stops without it
+            answer, failure = None, str(exc)
+        with self._cond:
+            if answer is None:
+                self.failure = failure
+            else:
+                if answer.weights is None:  # nothing newer: the newest stays the one known
+                    answer.weights = self.answer.weights
+                else:
+                    self.known_version = answer.weights.version
+                self.answer = answer
+            self.sending = 0
+            self._cond.notify_all()
