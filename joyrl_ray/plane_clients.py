@@ -129,8 +129,10 @@ class DataServerClient(RoleClient):
     def flush_reports(self, timeout_s: float) -> Call[bool]:
         return self._call(DataServer.flush_reports, timeout_s)
 
-    def wait_for_room(self, worker_id: int, timeout_s: float) -> Call[InsertAck]:
-        return self._call(DataServer.wait_for_room, worker_id, timeout_s)
+    def wait_for_room(
+        self, worker_id: int, timeout_s: float, known_version: int = 0
+    ) -> Call[InsertAck]:
+        return self._call(DataServer.wait_for_room, worker_id, timeout_s, known_version)
 
     def learner_started(self, generation: int) -> Call[Placement]:
         return self._call(DataServer.learner_started, generation)
@@ -275,13 +277,12 @@ class WorkerLink:
         """Wait for newer weights at the coordinator, or for room at the worker's shard."""
         if need_newer_weights or not isinstance(self.data, DataServerClient):
             return self.coordinator.wait_for_weights(worker_id, known_version, timeout_s)
-        room = self.data.wait_for_room(worker_id, timeout_s)
-        # Asked after the wait: the stop and the newest weights as they are then.
+        room = self.data.wait_for_room(worker_id, timeout_s, known_version)
         return _AfterRoom(room, self.coordinator, worker_id, known_version)
 
 
 class _AfterRoom:
-    """A throttled worker's wait at its shard, then the coordinator's ack."""
+    """A throttled worker's wait at its shard, whose ack passes on the coordinator's."""
 
     def __init__(
         self, room: Call[InsertAck], coordinator: CoordinatorClient, worker_id: int, known: int
@@ -294,12 +295,11 @@ class _AfterRoom:
 
     def result(self, timeout_s: float | None = None) -> PushAck:
         try:
-            throttled = self.room.result(timeout_s).throttled
+            room = self.room.result(timeout_s)
         except RoleDied:  # the shard is being restarted, empty: nothing to wait for
-            throttled = False
-        ack = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0).result(timeout_s)
-        ack.throttled = throttled
-        return ack
+            call = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0)
+            return call.result(timeout_s)
+        return PushAck(room.stop, room.throttled, room.env_steps, room.weights)
 
 
 @dataclass

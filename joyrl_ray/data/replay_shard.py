@@ -34,11 +34,20 @@ from joyrl_ray.data.rate_limiter import DRAINING_STOPS, SampleToInsertRatio
 from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S, ReportForwarder
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import Frames, InsertAck, Placement, SampleGrant, WorkerReport
+from joyrl_ray.messages import (
+    Frames,
+    InsertAck,
+    Placement,
+    PushAck,
+    SampleGrant,
+    WorkerReport,
+)
 from joyrl_ray.waiting import DataPlaneRole
 
 if TYPE_CHECKING:
     from joyrl_ray.plane_clients import CoordinatorClient
+
+CONTROL_WAIT_S = 5.0  # how long a worker done waiting for room waits for the newest weights
 
 
 @dataclass
@@ -140,16 +149,7 @@ class DataServer(DataPlaneRole):
             throttled = self._throttled()
         if report is not None:
             self.reports.add(report, rows)
-        control = self.reports.latest()
-        newer = control.weights
-        ack = InsertAck(
-            self.shard,
-            rows,
-            throttled,
-            stop=control.stop or self.stop_reason is not None,
-            env_steps=control.env_steps,
-            weights=newer if newer is not None and newer.version > known_version else None,
-        )
+        ack = self._ack(rows, throttled, self.reports.latest(), known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 
@@ -167,8 +167,9 @@ class DataServer(DataPlaneRole):
             NEXT_OBS: self.frames.translate(worker_id, batch[NEXT_OBS]),
         }
 
-    def wait_for_room(self, worker_id: int, timeout_s: float) -> InsertAck:
-        """Block while the learners trail this shard's ratio; the ack says if they still do."""
+    def wait_for_room(self, worker_id: int, timeout_s: float, known_version: int = 0) -> InsertAck:
+        """Block while the learners trail this shard's ratio; the ack says if they still do,
+        with the stop and weights newer than ``known_version`` as they are after the wait."""
         with self._cond:
             self._wait(
                 f"worker {worker_id}",
@@ -176,7 +177,19 @@ class DataServer(DataPlaneRole):
                 lambda: not self._throttled(),
                 timeout_s,
             )
-            return InsertAck(self.shard, 0, self._throttled())
+            throttled = self._throttled()
+        return self._ack(0, throttled, self.reports.fresh(CONTROL_WAIT_S), known_version)
+
+    def _ack(self, rows: int, throttled: bool, control: PushAck, known_version: int) -> InsertAck:
+        newer = control.weights
+        return InsertAck(
+            self.shard,
+            rows,
+            throttled,
+            stop=control.stop or self.stop_reason is not None,
+            env_steps=control.env_steps,
+            weights=newer if newer is not None and newer.version > known_version else None,
+        )
 
     # ----- learners -----
     def learner_started(self, generation: int) -> Placement:

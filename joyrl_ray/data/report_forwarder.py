@@ -42,11 +42,13 @@ class ReportForwarder:
         self.pending: list[tuple[WorkerReport, int]] = []
         self.sending = 0  # reports in the forward under way
         self.urgent = False
+        self.asked = False  # a throttled worker wants an answer newer than interval_s
+        self.answered_at = 0.0  # monotonic s
         self.answer = PushAck(stop=False, throttled=False, env_steps=0)
         self.known_version = 0
         self.failure: str | None = None  # the coordinator stopped answering: why
         self.last_forward = 0.0  # monotonic s
-        if interval_s > 0:
+        if interval_s > 0 and coordinator is not None:
             threading.Thread(target=self._serve, name=f"forward {shard}", daemon=True).start()
 
     def add(self, report: WorkerReport, rows: int) -> None:
@@ -65,6 +67,19 @@ class ReportForwarder:
             a = self.answer
             return PushAck(a.stop, False, a.env_steps, a.weights)
 
+    def fresh(self, timeout_s: float) -> PushAck:
+        """The coordinator's answer, asked again if it is older than ``interval_s`` (for a
+        worker that waited while no report came: weights published meanwhile)."""
+        if self.interval_s <= 0 or self.coordinator is None:
+            self._forward(empty_too=True)
+            return self.latest()
+        with self._cond:
+            if time.monotonic() - self.answered_at > self.interval_s:
+                self.asked = True
+                self._cond.notify_all()
+                self._cond.wait_for(lambda: not self.asked, timeout=timeout_s)
+        return self.latest()
+
     def flush(self, timeout_s: float) -> bool:
         """Forward what waits now, and wait until it is answered; False past the deadline."""
         if self.interval_s <= 0:
@@ -81,18 +96,21 @@ class ReportForwarder:
     def _serve(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self.pending))
+                self._cond.wait_for(lambda: bool(self.pending) or self.asked)
                 # At most one forward per interval_s, unless a report is urgent.
                 due = self.last_forward + self.interval_s - time.monotonic()
                 if due > 0:
                     self._cond.wait_for(lambda: self.urgent, timeout=due)
                 self.last_forward = time.monotonic()
-            self._forward()
+            self._forward(empty_too=True)
 
-    def _forward(self) -> None:
+    def _forward(self, empty_too: bool = False) -> None:
         with self._cond:
-            if self.coordinator is None or self.failure is not None or not self.pending:
-                self.pending = [] if self.failure is not None else self.pending
+            if self.coordinator is None or self.failure is not None:
+                self.pending, self.asked = [] if self.failure else self.pending, False
+                self._cond.notify_all()
+                return
+            if not self.pending and not empty_too:
                 return
             reports, self.pending = self.pending, []
             self.sending, self.urgent = len(reports), False
@@ -111,5 +129,6 @@ class ReportForwarder:
                 else:
                     self.known_version = answer.weights.version
                 self.answer = answer
-            self.sending = 0
+                self.answered_at = time.monotonic()
+            self.sending, self.asked = 0, False
             self._cond.notify_all()
