@@ -46,6 +46,7 @@ HURRIED_END_WAIT_S = 10.0
 EVAL_QUEUE = 4
 FAILURE_STOPS = {
     "coordinator_failed",
+    "data_server_failed",
     "learner_failed",
     "learner_error",
     "worker_error",

@@ -3,10 +3,10 @@
 Per vector step it does one policy forward and one env step and writes what they return
 into the chunk's ``[time, env]`` columns; ``next_obs``, episode returns (as columns) and
 trajectories are built once per chunk (``_take_chunk``). Off-policy, each chunk of
-``worker_chunk_steps`` steps is n-step folded and pushed to the worker's replay shard
-(worker ``k``: shard ``k mod n_replay_shards``) while its report goes to the coordinator,
-with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard slows the worker
-instead of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
+``worker_chunk_steps`` steps is n-step folded and pushed, with its report, to the worker's
+replay shard (worker ``k``: shard ``k mod n_replay_shards``), which forwards the report to
+the coordinator, with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard
+slows the worker instead of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
 one weights version, after which the worker waits for the next version. The acks carry
 the newest weights when they are newer than the worker's, so a publish costs a worker one
 object fetch and no extra call.
