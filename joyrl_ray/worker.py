@@ -6,10 +6,10 @@ trajectories are built once per chunk (``_take_chunk``). Off-policy, each chunk 
 ``worker_chunk_steps`` steps is n-step folded and pushed, with its report, to the worker's
 replay shard (worker ``k``: shard ``k mod n_replay_shards``), which forwards the report to
 the coordinator, with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard
-slows the worker instead of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
-one weights version, after which the worker waits for the next version. The acks carry
-the newest weights when they are newer than the worker's, so a publish costs a worker one
-object fetch and no extra call.
+slows the worker instead of filling memory). On-policy, a chunk is one rollout of
+``rollout_len`` steps made with one weights version, after which the worker waits for the
+next version. The acks carry the newest weights when they are newer than the worker's,
+so a publish costs a worker one object fetch and no extra call.
 
 A worker never polls: when it must wait it blocks in its shard (throttled) or in the
 coordinator (waiting for weights) until the wait is over. An exception from an env's
