@@ -185,27 +185,23 @@ class Coordinator(WaitingRoom):
     def report_worker(
         self, report: WorkerReport, rows: int, known_version: int, shard: int = -1
     ) -> PushAck:
-        """Count a worker's chunk (``rows`` of it went to replay shard ``shard``, or to the
-        rollout queue); the ack says stop and carries newer weights."""
-        t0 = time.monotonic()
-        with self._cond:
-            self._count(report, rows)
-            if shard >= 0:
-                self.rows_sent[shard] += rows
-            ack = self._ack(known_version)
-        self.busy_s += time.monotonic() - t0
-        return ack
+        """Count a worker's own report (on-policy, test mode, or its shard died during the
+        insert): ``rows`` of it went to replay shard ``shard``, or to the rollout queue; the
+        ack says stop and carries newer weights."""
+        return self.take_reports(shard, [(report, rows)], known_version)
 
     def take_reports(
         self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
     ) -> PushAck:
         """Count the reports replay shard ``shard`` gathered from its workers since its last
-        call, each with the rows it stored (or dropped); the answer is for the shard's acks."""
+        call, each with the rows it stored or dropped (``shard`` -1: none, see
+        ``report_worker``); the answer is for the shard's acks."""
         t0 = time.monotonic()
         with self._cond:
             for report, rows in reports:
                 self._count(report, rows)
-                self.rows_sent[shard] += rows
+                if shard >= 0:
+                    self.rows_sent[shard] += rows
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
         return ack
