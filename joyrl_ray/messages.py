@@ -147,6 +147,22 @@ class LearnerTimes:
 
 
 @dataclass
+class ReportTotals:
+    """What a worker's reports since its (re)start sum to, this one included: the
+    coordinator counts from them what a report lost with a replay shard held."""
+
+    env_steps: int = 0
+    rows: int = 0  # rows it sent to the data plane
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, env_steps: int, rows: int, dropped: dict[str, int]) -> ReportTotals:
+        total = dict(self.dropped)
+        for reason, n in dropped.items():
+            total[reason] = total.get(reason, 0) + n
+        return ReportTotals(self.env_steps + env_steps, self.rows + rows, total)
+
+
+@dataclass
 class WorkerReport:
     """What a worker reports with each push, counted since its previous push."""
 
@@ -159,6 +175,7 @@ class WorkerReport:
     fatal_env_error: str | None = None  # the env failed on every try: the run must stop
     times: WorkerTimes = field(default_factory=WorkerTimes)
     incarnation: int = 0  # which start of the worker's process sent it (restarts count up)
+    totals: ReportTotals | None = None
 
 
 @dataclass

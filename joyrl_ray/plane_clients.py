@@ -202,9 +202,10 @@ DataPlaneClient = DataServerClient | RolloutQueueClient
 class ShardAck:
     """A worker's push to its replay shard (rows and report in one call), as a ``PushAck``.
 
-    A shard that died (Ray is restarting it) does not stop the worker: its report goes to
-    the coordinator itself, the rows it sent are counted as lost with the shard, and the
-    worker goes on (its next insert waits for the restarted shard).
+    A shard that died (Ray is restarting it) does not stop the worker: the rows it sent
+    are counted as lost with the shard, the report's counts from its totals (see
+    :mod:`joyrl_ray.control.report_gaps`), and the worker goes on (its next insert waits
+    for the restarted shard).
     """
 
     def __init__(
@@ -225,9 +226,18 @@ class ShardAck:
         try:
             ack = self.insert.result(timeout_s)
         except RoleDied as exc:
-            link = self.link
-            direct = link.coordinator.report_worker(self.report, self.rows, self.known, link.shard)
-            answer = direct.result(timeout_s)
+            # The shard may have forwarded the report before it died, or not: the report
+            # goes on with its totals alone, from which the coordinator counts it if not.
+            link, report = self.link, self.report
+            alone = WorkerReport(
+                report.worker_id,
+                0,
+                fatal_env_error=report.fatal_env_error,
+                incarnation=report.incarnation,
+                totals=report.totals,
+            )
+            call = link.coordinator.report_worker(alone, 0, self.known, link.shard)
+            answer = call.result(timeout_s)
             if self.rows:
                 line = f"{self.rows} rows were lost with replay shard {link.shard} ({exc})"
                 link.coordinator.count_lost(link.shard, self.rows, line).result(timeout_s)

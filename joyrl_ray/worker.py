@@ -58,6 +58,7 @@ from joyrl_ray.messages import (
     Frames,
     Placement,
     PushAck,
+    ReportTotals,
     Weights,
     WorkerReport,
     WorkerTimes,
@@ -219,6 +220,7 @@ class Worker:
         self.throttled = False
         self.report = WorkerReport(worker_id, 0)
         self.incarnation = 0  # the coordinator says which start of this worker this is
+        self.sent = ReportTotals()  # what this incarnation's reports sum to
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
         self.failed_rebuilds = 0
@@ -445,8 +447,12 @@ class Worker:
         chunk = self._take_chunk()
         return chunk if error is None else self._recover_from_env_error(error, chunk)
 
-    def _take_report(self) -> WorkerReport:
+    def _take_report(self, rows: int) -> WorkerReport:
+        """The report to send with ``rows`` rows (-1: a rollout, all its steps)."""
         report = self.report
+        rows = report.env_steps if rows < 0 else rows
+        self.sent = self.sent.add(report.env_steps, rows, report.dropped)
+        report.totals = self.sent
         self.report = WorkerReport(self.worker_id, 0, incarnation=self.incarnation)
         report.times = WorkerTimes(**vars(self.times))
         self.times = WorkerTimes()
@@ -473,7 +479,7 @@ class Worker:
             return True
         if self.on_policy:
             self.rollout_version = version
-            report = self._take_report()
+            report = self._take_report(rows=-1)
             call = self.link.push_rollout(
                 self.worker_id, version, chunk, report, self.weights_version
             )
@@ -494,7 +500,7 @@ class Worker:
         self._push(self.folder.fold(chunk), frames)
 
     def _push(self, batch: Batch | None, frames: Frames | None = None) -> None:
-        report = self._take_report()
+        report = self._take_report(rows=batch_rows(batch) if batch else 0)
         call = self.link.push_transitions(
             self.worker_id, batch, report, self.weights_version, frames
         )

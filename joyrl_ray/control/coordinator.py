@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from joyrl_ray.control.mailboxes import Mailboxes
+from joyrl_ray.control.report_gaps import ReportGaps
 from joyrl_ray.env_error_budget import EnvErrorBudget
 from joyrl_ray.handles import Call, LocalStore, ObjectStore, RoleError
 from joyrl_ray.heap import freeze_startup_heap
@@ -122,6 +123,7 @@ class Coordinator(WaitingRoom):
         self.owed: Counter[int] = Counter()
         self.registered: set[int] = set()
         self.incarnations: Counter[int] = Counter()  # per worker: Ray's restarts of it
+        self.gaps = ReportGaps()
         self.busy_s = 0.0
         freeze_startup_heap()
 
@@ -199,18 +201,22 @@ class Coordinator(WaitingRoom):
         t0 = time.monotonic()
         with self._cond:
             for report, rows in reports:
-                self._count(report, rows)
+                self._count(report, rows, shard)
                 if shard >= 0:
                     self.rows_sent[shard] += rows
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 
-    def _count(self, report: WorkerReport, rows: int) -> None:
+    def _gone(self, worker: int, incarnation: int) -> bool:
+        return incarnation < self.incarnations[worker] or worker not in self.active_workers
+
+    def _count(self, report: WorkerReport, rows: int, shard: int) -> None:
         worker = report.worker_id
         # A report that reaches the coordinator after its worker was restarted or dropped
         # (it waited in a shard): what the worker held back died with that process.
-        gone = report.incarnation < self.incarnations[worker] or worker not in self.active_workers
+        gone = self._gone(worker, report.incarnation)
+        self.gaps.record(report, rows, shard)
         self.collected += report.env_steps
         self.dropped.update(report.dropped)
         self.mail.worker_times.add(report.times)
@@ -377,10 +383,13 @@ class Coordinator(WaitingRoom):
 
     def stats(self) -> CoordinatorStats:
         with self._cond:
+            steps, dropped, sent = self.gaps.account(self._gone)  # reports lost with shards
+            dropped.update(self.dropped)
+            sent.update(self.rows_sent)
             return CoordinatorStats(
-                transitions_collected=self.collected,
-                transitions_dropped={k: v for k, v in self.dropped.items() if v},
-                rows_sent=dict(self.rows_sent),
+                transitions_collected=self.collected + steps,
+                transitions_dropped={k: v for k, v in dropped.items() if v},
+                rows_sent=dict(sent),
                 weights_versions=self.weights_version,
                 weights_rejected=self.weights_rejected,
                 env_errors=self.env_error_count,

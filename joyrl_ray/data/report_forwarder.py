@@ -10,7 +10,8 @@ acks hand to the workers until the next answer.
 A report that ends a run (an env that failed on every try) is forwarded at once; the
 runtime flushes what is left at the end (``flush``), before the driver's last drain, so
 the accounting is exact. The reports of a shard that dies before forwarding them die with
-it, as its rows do: neither is counted (at most ``interval_s`` of its workers' steps).
+it, as its rows do; the coordinator counts what they held from the totals each worker's
+later reports carry (see :mod:`joyrl_ray.control.report_gaps`).
 """
 
 from __future__ import annotations

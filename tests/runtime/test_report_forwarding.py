@@ -14,7 +14,7 @@ from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.handles import LocalHandle
-from joyrl_ray.messages import Placement, WorkerReport
+from joyrl_ray.messages import Placement, ReportTotals, WorkerReport
 from joyrl_ray.plane_clients import CoordinatorClient, DataServerClient
 
 ROWS = 32
@@ -104,3 +104,25 @@ def test_a_report_that_arrives_after_its_worker_restarted_counts_what_it_held_as
     stats = coordinator.stats()
     assert stats.transitions_dropped == {"lost_with_worker": 3}
     assert stats.transitions_collected == shard.stats().transitions_stored + 3
+
+
+def test_reports_lost_with_a_shard_are_counted_from_the_totals_of_a_later_one() -> None:
+    coordinator = Coordinator(stop_rule=StopRule(), n_workers=1, learning=True)
+    totals = ReportTotals()
+    reports = []
+    # The n-step fold holds 3 steps back in the first chunk and lets 2 out in the third.
+    for steps, rows, dropped in [(35, 32, {}), (32, 32, {}), (32, 34, {}), (0, 0, {"x": 1})]:
+        totals = totals.add(steps, rows, dropped)
+        reports.append((WorkerReport(0, steps, dropped=dropped, totals=totals), rows))
+    coordinator.take_reports(0, [reports[0]], 0)
+    # The second report died with shard 0 before it was forwarded; the restarted shard
+    # takes the third and the last.
+    coordinator.take_reports(0, reports[2:], 0)
+    stats = coordinator.stats()
+    assert stats.transitions_collected == 35 + 32 + 32
+    assert stats.rows_sent == {0: 32 + 32 + 34}
+    assert stats.transitions_dropped == {"x": 1}
+    # The restarted shard stores the third report's rows: the rest was lost with the shard
+    # (the summary's lost_with_shard), and the accounting holds.
+    lost_with_shard = stats.rows_sent[0] - 34
+    assert stats.transitions_collected == 34 + lost_with_shard + 1
