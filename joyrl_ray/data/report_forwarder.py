@@ -63,10 +63,11 @@ class ReportForwarder:
             self._forward()
 
     def latest(self) -> PushAck:
-        """The coordinator's latest answer (the weights are the newest the shard knows)."""
+        """The coordinator's latest answer (the weights are the newest the shard knows); once
+        the coordinator stopped answering, the stop: the run cannot go on without it."""
         with self._cond:
             a = self.answer
-            return PushAck(a.stop, False, a.env_steps, a.weights)
+            return PushAck(a.stop or self.failure is not None, False, a.env_steps, a.weights)
 
     def fresh(self, timeout_s: float) -> PushAck:
         """The coordinator's answer, asked again if it is older than ``interval_s`` (for a

@@ -126,3 +126,22 @@ def test_reports_lost_with_a_shard_are_counted_from_the_totals_of_a_later_one() 
     # (the summary's lost_with_shard), and the accounting holds.
     lost_with_shard = stats.rows_sent[0] - 34
     assert stats.transitions_collected == 34 + lost_with_shard + 1
+
+
+class GoneCoordinator:
+    def take_reports(self, shard, reports, known_version):
+        raise RuntimeError("the coordinator's process is gone")
+
+
+def test_once_the_coordinator_stops_answering_the_shard_acks_say_stop() -> None:
+    needs = ReplayNeeds(batch_size=8, buffer_size=1000, learn_start=8, updates_per_step=0.25)
+    shard = DataServer(
+        needs=needs,
+        learner_lag_tolerance=-1,
+        coordinator=CoordinatorClient(LocalHandle(GoneCoordinator(), "Coordinator")),
+        forward_every_s=INTERVAL_S,
+    )
+    assert not shard.insert(0, rows(ROWS), None, WorkerReport(0, ROWS), 0).stop
+    shard.flush_reports(10.0)
+    # Without the coordinator no stop would ever reach the workers: they stop here.
+    assert shard.insert(0, rows(ROWS), None, WorkerReport(0, ROWS), 0).stop
