@@ -5,12 +5,13 @@
 
 Each synthetic worker is a Ray actor that imports no torch: it holds one pre-made chunk
 (``--chunk`` transitions of ``--obs-dim`` float32 observations, put in the object store
-once) and pushes it as a real worker does (``WorkerLink.push_transitions``: the rows to its
-shard ``k mod K``, the report to the coordinator, side by side, joined in one ack), but by
-reference, so that the per-row work is the shard's alone and dozens of workers fit on two
-cores; ``--pushes-per-s`` times a second, sleeping in between. A sampler actor takes
-rounds of batches from every shard at the same time, as a learner does (``ShardSampler``),
-at a learner's pace (``--sample-batches-per-s``).
+once) and pushes it as a real worker does (``WorkerLink.push_transitions``: the rows and
+the report to its shard ``k mod K`` in one call, which forwards the reports of its workers
+to the coordinator a few times a second, and whose ack carries the stop and newer
+weights), but by reference, so that the per-row work is the shard's alone and dozens of
+workers fit on two cores; ``--pushes-per-s`` times a second, sleeping in between. A
+sampler actor takes rounds of batches from every shard at the same time, as a learner
+does (``ShardSampler``), at a learner's pace (``--sample-batches-per-s``).
 
 Per point it prints ingest (transitions stored per second), the insert-ack latency p50 /
 p99 seen by the workers, the sampler's round latency p50 / p99, and each plane actor's
@@ -41,7 +42,7 @@ from joyrl_ray.control.coordinator import StopRule  # noqa: E402
 from joyrl_ray.data.sampling import ShardSampler  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
 from joyrl_ray.messages import EpisodeColumns, WorkerReport  # noqa: E402
-from joyrl_ray.plane_clients import DataServerClient, JoinedAck, WorkerLink  # noqa: E402
+from joyrl_ray.plane_clients import DataServerClient, ShardAck, WorkerLink  # noqa: E402
 from joyrl_ray.planes import PlaneSetup, RayPlanes  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -96,9 +97,9 @@ class FleetWorker:
             t0 = time.perf_counter()
             # As WorkerLink.push_transitions, with the chunk by reference: Ray hands the
             # shard the arrays, so the shard does all the per-row work.
-            insert = link.data.insert(self.worker_id, self.chunk_ref)  # type: ignore[arg-type]
-            call = link.coordinator.report_worker(report, self.rows, version, link.shard)
-            ack = JoinedAck(call, insert, self.rows, link).result(60)
+            chunk: Any = self.chunk_ref
+            insert = link.data.insert(self.worker_id, chunk, None, report, version)
+            ack = ShardAck(insert, report, self.rows, version, link).result(60)
             latencies.append(time.perf_counter() - t0)
             if ack.weights is not None:
                 version = ack.weights.version

@@ -10,10 +10,12 @@ The data path, one hop at a time (off-policy; on-policy differs where marked):
    vector env step per step, written into ``[time, env]`` chunk columns.
 2. ``NStepFolder.fold`` turns the chunk into transitions (on-policy: the chunk is the
    rollout, pushed as it is).
-3. ``WorkerLink.push_transitions``: the rows go to the worker's replay shard
-   (``DataServer.insert``), the ``WorkerReport`` to ``Coordinator.report_worker``, side by
-   side; the joined ``PushAck`` tells the worker to stop, to wait (its shard is
-   throttled) and carries newer weights (on-policy: ``RolloutQueue.push_rollout``, then
+3. ``WorkerLink.push_transitions``: the rows and the ``WorkerReport`` go to the worker's
+   replay shard in one call (``DataServer.insert``); the shard forwards its workers'
+   reports to ``Coordinator.take_reports`` a few times a second, and its ack (a
+   ``PushAck`` to the worker) tells the worker to stop, to wait (the shard is throttled)
+   and carries newer weights, as the coordinator last answered the shard (on-policy:
+   ``RolloutQueue.push_rollout``, ``Coordinator.report_worker``, then
    ``Coordinator.wait_for_weights`` for the next version).
 4. ``ShardSampler`` -> ``DataServer.sample_round`` on each shard in turn, a few requests
    in flight: the learners' round of batches, as many as that shard's ratio allows
@@ -22,8 +24,9 @@ The data path, one hop at a time (off-policy; on-policy differs where marked):
    averaged over learners; priorities go back to the shard the batch came from.
 6. ``CoordinatorClient.publish_weights``: the coordinator puts the weights in the object
    store (it owns them) under a new version.
-7. The next ``PushAck`` carries that version's box; ``Worker._take_weights`` fetches it
-   (``ObjectStore.get``) and ``Policy.set_weights`` loads it: back to step 1.
+7. The shard's next forward brings that version's box, and its next ack to each worker
+   carries it; ``Worker._take_weights`` fetches it (``ObjectStore.get``) and
+   ``Policy.set_weights`` loads it: back to step 1.
 
 Beside it: the learner puts each checkpoint in the object store and hands the coordinator
 its reference (``submit_checkpoint``); the driver drains reports (``drain_reports``),

@@ -46,6 +46,7 @@ HURRIED_END_WAIT_S = 10.0
 EVAL_QUEUE = 4
 FAILURE_STOPS = {
     "coordinator_failed",
+    "data_server_failed",
     "learner_failed",
     "learner_error",
     "worker_error",
@@ -124,6 +125,7 @@ class Driver:
                     self._wait_for_roles()
                     break
             if self.server_alive:
+                self.runtime.flush_reports()  # what the shards still hold, then the last drain
                 self._drain()
             self._finish_evals()
         self._take_results()

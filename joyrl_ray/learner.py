@@ -35,7 +35,7 @@ from joyrl_ray.config import RunConfig
 from joyrl_ray.data.sampling import ShardSampler
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.distributed import ProcessGroup
-from joyrl_ray.handles import RoleDied
+from joyrl_ray.handles import RoleDied, RoleError
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.messages import (
     CheckpointRef,
@@ -341,6 +341,11 @@ class Learner:
             if self.sampler is not None:
                 self.sampler.settle()
             self.report()
+        else:
+            try:  # the rollout queue died, not the coordinator: the updates are counted
+                self.report()
+            except RoleError:
+                pass
         final = self.make_checkpoint(evaluate=False) if self.rank == 0 else None
         if self.group is not None:
             self.group.leave()

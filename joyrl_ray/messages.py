@@ -147,6 +147,22 @@ class LearnerTimes:
 
 
 @dataclass
+class ReportTotals:
+    """What a worker's reports since its (re)start sum to, this one included: the
+    coordinator counts from them what a report lost with a replay shard held."""
+
+    env_steps: int = 0
+    rows: int = 0  # rows it sent to the data plane
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, env_steps: int, rows: int, dropped: dict[str, int]) -> ReportTotals:
+        total = dict(self.dropped)
+        for reason, n in dropped.items():
+            total[reason] = total.get(reason, 0) + n
+        return ReportTotals(self.env_steps + env_steps, self.rows + rows, total)
+
+
+@dataclass
 class WorkerReport:
     """What a worker reports with each push, counted since its previous push."""
 
@@ -158,6 +174,8 @@ class WorkerReport:
     env_errors: list[str] = field(default_factory=list)  # one line per env error
     fatal_env_error: str | None = None  # the env failed on every try: the run must stop
     times: WorkerTimes = field(default_factory=WorkerTimes)
+    incarnation: int = 0  # which start of the worker's process sent it (restarts count up)
+    totals: ReportTotals | None = None
 
 
 @dataclass
@@ -182,11 +200,15 @@ class PushAck:
 
 @dataclass
 class InsertAck:
-    """A data-plane actor's answer to an insert or a wait for room."""
+    """A data-plane actor's answer to an insert or a wait for room; a replay shard's insert
+    ack also passes on the coordinator's latest answer to the shard's reports."""
 
     shard: int
     rows: int  # rows stored
     throttled: bool  # the learner trails this shard's ratio: wait before the next insert
+    stop: bool = False
+    env_steps: int = 0  # global env steps, as the shard last heard them
+    weights: Weights | None = None  # newer weights than the inserting worker holds, if any
 
 
 @dataclass
@@ -194,6 +216,7 @@ class WorkerStart:
     env_steps: int
     stop: bool
     weights: Weights | None
+    incarnation: int = 0  # 0 for a new worker, n after Ray's n-th restart of it
 
 
 @dataclass

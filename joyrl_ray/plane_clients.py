@@ -66,6 +66,11 @@ class CoordinatorClient(RoleClient):
     ) -> Call[PushAck]:
         return self._call(Coordinator.report_worker, report, rows, known_version, shard)
 
+    def take_reports(
+        self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
+    ) -> Call[PushAck]:
+        return self._call(Coordinator.take_reports, shard, reports, known_version)
+
     def wait_for_weights(
         self, worker_id: int, known_version: int, timeout_s: float
     ) -> Call[PushAck]:
@@ -112,11 +117,23 @@ class CoordinatorClient(RoleClient):
 class DataServerClient(RoleClient):
     """Calls into one replay shard, a :class:`~joyrl_ray.data.replay_shard.DataServer`."""
 
-    def insert(self, worker_id: int, batch: Batch, frames: Frames | None = None) -> Call[InsertAck]:
-        return self._call(DataServer.insert, worker_id, batch, frames)
+    def insert(
+        self,
+        worker_id: int,
+        batch: Batch | None,
+        frames: Frames | None = None,
+        report: WorkerReport | None = None,
+        known_version: int = 0,
+    ) -> Call[InsertAck]:
+        return self._call(DataServer.insert, worker_id, batch, frames, report, known_version)
 
-    def wait_for_room(self, worker_id: int, timeout_s: float) -> Call[InsertAck]:
-        return self._call(DataServer.wait_for_room, worker_id, timeout_s)
+    def flush_reports(self, timeout_s: float) -> Call[bool]:
+        return self._call(DataServer.flush_reports, timeout_s)
+
+    def wait_for_room(
+        self, worker_id: int, timeout_s: float, known_version: int = 0
+    ) -> Call[InsertAck]:
+        return self._call(DataServer.wait_for_room, worker_id, timeout_s, known_version)
 
     def learner_started(self, generation: int) -> Call[Placement]:
         return self._call(DataServer.learner_started, generation)
@@ -192,41 +209,50 @@ class AsyncRolloutQueueClient(RolloutQueueClient):
 DataPlaneClient = DataServerClient | RolloutQueueClient
 
 
-class JoinedAck:
-    """A worker's push: the coordinator's ack joined with its data-plane actor's.
+class ShardAck:
+    """A worker's push to its replay shard (rows and report in one call), as a ``PushAck``.
 
-    A data-plane actor that died (a replay shard Ray is restarting) does not stop the
-    worker: the rows it did not store are counted as lost with the shard, and the worker
-    goes on (its next insert waits for the restarted shard).
+    A shard that died (Ray is restarting it) does not stop the worker: the rows it sent
+    are counted as lost with the shard, the report's counts from its totals (see
+    :mod:`joyrl_ray.control.report_gaps`), and the worker goes on (its next insert waits
+    for the restarted shard).
     """
 
     def __init__(
         self,
-        ack: Call[PushAck],
-        insert: Call[InsertAck] | None,
+        insert: Call[InsertAck],
+        report: WorkerReport,
         rows: int,
+        known: int,
         link: WorkerLink,
     ) -> None:
-        self.ack, self.insert, self.rows, self.link = ack, insert, rows, link
-        self.coordinator, self.data = link.coordinator, link.data
+        self.insert, self.report, self.rows = insert, report, rows
+        self.known, self.link = known, link
 
     def done(self) -> bool:
-        return self.ack.done() and (self.insert is None or self.insert.done())
+        return self.insert.done()
 
     def result(self, timeout_s: float | None = None) -> PushAck:
-        throttled = False
-        if self.insert is not None:
-            try:
-                throttled = self.insert.result(timeout_s).throttled
-            except RoleDied as exc:
-                if not isinstance(self.data, DataServerClient):
-                    raise  # the rollout queue is not restarted: the run stops
-                shard = self.link.shard
-                line = f"{self.rows} rows were lost with replay shard {shard} ({exc})"
-                self.coordinator.count_lost(shard, self.rows, line).result(timeout_s)
-        ack = self.ack.result(timeout_s)
-        ack.throttled = throttled
-        return ack
+        try:
+            ack = self.insert.result(timeout_s)
+        except RoleDied as exc:
+            # The shard may have forwarded the report before it died, or not: the report
+            # goes on with its totals alone, from which the coordinator counts it if not.
+            link, report = self.link, self.report
+            alone = WorkerReport(
+                report.worker_id,
+                0,
+                fatal_env_error=report.fatal_env_error,
+                incarnation=report.incarnation,
+                totals=report.totals,
+            )
+            call = link.coordinator.report_worker(alone, 0, self.known, link.shard)
+            answer = call.result(timeout_s)
+            if self.rows:
+                line = f"{self.rows} rows were lost with replay shard {link.shard} ({exc})"
+                link.coordinator.count_lost(link.shard, self.rows, line).result(timeout_s)
+            return answer
+        return PushAck(ack.stop, ack.throttled, ack.env_steps, ack.weights)
 
 
 @dataclass
@@ -248,13 +274,13 @@ class WorkerLink:
         known_version: int,
         frames: Frames | None = None,
     ) -> Call[PushAck]:
+        """Off-policy: the rows and the report to the worker's shard, in one call (the shard
+        forwards the report); test mode: the report to the coordinator."""
         rows = len(next(iter(batch.values()))) if batch else 0
-        insert = None
-        if rows and isinstance(self.data, DataServerClient):
-            insert = self.data.insert(worker_id, batch, frames)  # type: ignore[arg-type]
-        shard = self.shard if insert is not None else -1
-        ack = self.coordinator.report_worker(report, rows, known_version, shard)
-        return JoinedAck(ack, insert, rows, self)
+        if isinstance(self.data, DataServerClient):
+            insert = self.data.insert(worker_id, batch, frames, report, known_version)
+            return ShardAck(insert, report, rows, known_version, self)
+        return self.coordinator.report_worker(report, rows, known_version)
 
     def push_rollout(
         self, worker_id: int, version: int, rollout: Batch, report: WorkerReport, known: int
@@ -263,8 +289,7 @@ class WorkerLink:
         the queue before the stop is, so both backends learn from the same rounds."""
         assert isinstance(self.data, RolloutQueueClient)
         self.data.push_rollout(worker_id, version, rollout).result(ROLLOUT_TIMEOUT_S)
-        ack = self.coordinator.report_worker(report, report.env_steps, known)
-        return JoinedAck(ack, None, report.env_steps, self)
+        return self.coordinator.report_worker(report, report.env_steps, known)
 
     def wait_for_turn(
         self, worker_id: int, known_version: int, need_newer_weights: bool, timeout_s: float
@@ -274,30 +299,45 @@ class WorkerLink:
         data = self.data
         if need_newer_weights or not isinstance(data, DataServerClient | AsyncRolloutQueueClient):
             return self.coordinator.wait_for_weights(worker_id, known_version, timeout_s)
+        if isinstance(data, DataServerClient):
+            room = data.wait_for_room(worker_id, timeout_s, known_version)
+            return _AfterRoom(room, self.coordinator, worker_id, known_version)
+        # The asynchronous rollout queue knows nothing of the coordinator: asked after the
+        # wait, the coordinator says the stop and the newest weights as they are then.
         room = data.wait_for_room(worker_id, timeout_s)
-        # Asked after the wait: the stop and the newest weights as they are then.
-        return _AfterRoom(room, self.coordinator, worker_id, known_version)
+        return _AfterRoom(room, self.coordinator, worker_id, known_version, ask_coordinator=True)
 
 
 class _AfterRoom:
-    """A throttled worker's wait at its shard, then the coordinator's ack."""
+    """A throttled worker's wait at its shard, whose ack passes on the coordinator's; or at
+    the asynchronous rollout queue, followed by the coordinator's own ack."""
 
     def __init__(
-        self, room: Call[InsertAck], coordinator: CoordinatorClient, worker_id: int, known: int
+        self,
+        room: Call[InsertAck],
+        coordinator: CoordinatorClient,
+        worker_id: int,
+        known: int,
+        *,
+        ask_coordinator: bool = False,
     ) -> None:
         self.room, self.coordinator = room, coordinator
         self.worker_id, self.known = worker_id, known
+        self.ask_coordinator = ask_coordinator
 
     def done(self) -> bool:
         return self.room.done()
 
     def result(self, timeout_s: float | None = None) -> PushAck:
         try:
-            throttled = self.room.result(timeout_s).throttled
+            room = self.room.result(timeout_s)
         except RoleDied:  # the shard is being restarted, empty: nothing to wait for
-            throttled = False
+            call = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0)
+            return call.result(timeout_s)
+        if not self.ask_coordinator:
+            return PushAck(room.stop, room.throttled, room.env_steps, room.weights)
         ack = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0).result(timeout_s)
-        ack.throttled = throttled
+        ack.throttled = room.throttled
         return ack
 
 

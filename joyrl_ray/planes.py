@@ -128,7 +128,10 @@ class LocalPlanes:
     def __init__(self, setup: PlaneSetup, store: ObjectStore) -> None:
         self.data_plane: list[DataPlaneClient] = []
         n_shards = setup.n_shards if setup.replay is not None else 0
-        self.shard_objects = [DataServer(**setup.shard_kwargs(i)) for i in range(n_shards)]
+        # In one process a shard forwards each report at once (the run stays reproducible).
+        self.shard_objects = [
+            DataServer(**setup.shard_kwargs(i), forward_every_s=0.0) for i in range(n_shards)
+        ]
         self.shards = [DataServerClient(LocalHandle(s, "DataServer")) for s in self.shard_objects]
         self.data_plane.extend(self.shards)
         self.queue_object: RolloutQueue | None = None
@@ -142,6 +145,8 @@ class LocalPlanes:
             **setup.coordinator_kwargs(), store=store, data_plane=self.data_plane
         )
         self.coordinator = CoordinatorClient(LocalHandle(self.server, "Coordinator"))
+        for shard in self.shard_objects:
+            shard.reports.coordinator = self.coordinator
 
     def link(self, worker_id: int) -> WorkerLink:
         return _worker_link(self.coordinator, self.shards, self.queue, worker_id)
@@ -167,6 +172,10 @@ class RayPlanes:
         import ray
 
         run_id = uuid.uuid4().hex[:12]
+        coordinator_name = f"joyrl-coordinator-{run_id}"
+        # Shards forward their workers' reports to the coordinator, found by its name (a
+        # restarted shard finds it again; the coordinator is created last).
+        named_coordinator = CoordinatorClient(RayHandle("Coordinator", name=coordinator_name))
         options = options or {}
         per_worker = max_pushes_in_flight + 2
         others = 4 * setup.n_learners + 8
@@ -187,7 +196,7 @@ class RayPlanes:
                         max_restarts=-1,
                         **options,
                     )
-                    .remote(**setup.shard_kwargs(i))
+                    .remote(**setup.shard_kwargs(i), coordinator=named_coordinator)
                 )
                 self.actors.append(actor)
                 handle = RayHandle("DataServer", name=name, actor=actor)
@@ -209,7 +218,7 @@ class RayPlanes:
             self.actors.append(actor)
             self.queue = client_cls(RayHandle(role, name=name, actor=actor))
             self.data_plane.append(self.queue)
-        name = f"joyrl-coordinator-{run_id}"
+        name = coordinator_name
         self.coordinator_actor = (
             ray.remote(Coordinator)
             .options(

@@ -60,7 +60,13 @@ from joyrl_ray.video import record_video
 EXIT_OK = 0
 # Stops that a resume from the last checkpoint gets past (an env that fails, or workers that
 # cannot start, would fail again: no resume command for those).
-RESUMABLE_STOPS = ("coordinator_failed", "learner_failed", "stalled", "interrupted")
+RESUMABLE_STOPS = (
+    "coordinator_failed",
+    "data_server_failed",
+    "learner_failed",
+    "stalled",
+    "interrupted",
+)
 
 
 @dataclass

@@ -134,6 +134,8 @@ class Runtime(Protocol):
 
     def data_plane_stats(self) -> DataPlaneStats: ...
 
+    def flush_reports(self) -> None: ...
+
     def shutdown(self) -> None: ...
 
 
@@ -177,6 +179,17 @@ class _DataPlaneCalls:
         """Every replay shard's contents (a dead shard raises: its replay is gone)."""
         calls = [a.buffer_state() for a in self.data_plane if isinstance(a, DataServerClient)]
         return [call.result(CALL_TIMEOUT_S) for call in calls]
+
+    def flush_reports(self) -> None:
+        """The workers' reports still in replay shards, to the coordinator (before the
+        driver's last drain). A shard that died took its reports with it."""
+        shards = [a for a in self.data_plane if isinstance(a, DataServerClient)]
+        calls = [shard.flush_reports(CALL_TIMEOUT_S) for shard in shards]
+        for call in calls:
+            try:
+                call.result(CALL_TIMEOUT_S + 5)
+            except RoleError:
+                continue
 
     def data_plane_stats(self) -> DataPlaneStats:
         stored, priorities, busy = 0, 0, 0.0
@@ -518,8 +531,9 @@ class RayRuntime(_DataPlaneCalls):
                     self._restart_learners(str(exc), events)
                 continue
             except RoleFailed as exc:
-                events.failure = str(exc)
-                events.failure_reason = f"{role}_error"
+                if not self._data_server_lost(events):  # a role fails when its queue died
+                    events.failure = str(exc)
+                    events.failure_reason = f"{role}_error"
                 continue
             if role == "worker":
                 self.results.workers[index] = result
@@ -527,6 +541,19 @@ class RayRuntime(_DataPlaneCalls):
                 self.results.learners[index] = result
         self.finished = not self.runs
         return events
+
+    def _data_server_lost(self, events: RoleEvents) -> bool:
+        """Whether the rollout queue died (Ray does not restart it: the run stops, named so)."""
+        for actor in self.data_plane:
+            if not isinstance(actor, RolloutQueueClient):
+                continue  # a replay shard that dies is restarted by Ray
+            try:
+                actor.where().result(CALL_TIMEOUT_S)
+            except RoleDied as exc:
+                events.failure = f"the data server (rollout queue) is gone: {_plain(str(exc))}"
+                events.failure_reason = "data_server_failed"
+                return True
+        return False
 
     def _news_call(self, timeout_s: float) -> Call[int] | None:
         """The pending ``wait_for_news`` call to the coordinator, asked again once answered."""

@@ -3,14 +3,14 @@
 Per vector step it does one policy forward and one env step and writes what they return
 into the chunk's ``[time, env]`` columns; ``next_obs``, episode returns (as columns) and
 trajectories are built once per chunk (``_take_chunk``). Off-policy, each chunk of
-``worker_chunk_steps`` steps is n-step folded and pushed to the worker's replay shard
-(worker ``k``: shard ``k mod n_replay_shards``) while its report goes to the coordinator,
-with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard slows the worker
-instead of filling memory). On-policy, a chunk is one rollout of ``rollout_len`` steps made with
-one weights version; synchronous, the worker then waits for the next version;
-asynchronous, it first reserves a place in the bounded rollout queue (waiting only when
-the queue is full) and never waits for the learner. The acks carry
-the newest weights when they are newer than the worker's, so a publish costs a worker one
+``worker_chunk_steps`` steps is n-step folded and pushed, with its report, to the worker's
+replay shard (worker ``k``: shard ``k mod n_replay_shards``), which forwards the report to
+the coordinator, with at most ``max_pushes_in_flight`` pushes unacknowledged (a slow shard
+slows the worker instead of filling memory). On-policy, a chunk is one rollout of
+``rollout_len`` steps made with one weights version; synchronous, the worker then waits for
+the next version; asynchronous, it first reserves a place in the bounded rollout queue
+(waiting only when the queue is full) and never waits for the learner. The acks carry the
+newest weights when they are newer than the worker's, so a publish costs a worker one
 object fetch and no extra call.
 
 A worker never polls: when it must wait it blocks in its shard (throttled) or in the
@@ -60,6 +60,7 @@ from joyrl_ray.messages import (
     Frames,
     Placement,
     PushAck,
+    ReportTotals,
     Weights,
     WorkerReport,
     WorkerTimes,
@@ -222,6 +223,8 @@ class Worker:
         # Asynchronous rollouts: True until the worker holds a place for its next rollout.
         self.throttled = self.async_rollouts
         self.report = WorkerReport(worker_id, 0)
+        self.incarnation = 0  # the coordinator says which start of this worker this is
+        self.sent = ReportTotals()  # what this incarnation's reports sum to
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
         self.failed_rebuilds = 0
@@ -387,6 +390,7 @@ class Worker:
         where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
         start = self.link.register_worker(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps
+        self.incarnation = self.report.incarnation = start.incarnation
         self.stop = start.stop
         if start.weights is not None:
             self._take_weights(start.weights, now=True)
@@ -453,8 +457,13 @@ class Worker:
         chunk = self._take_chunk()
         return chunk if error is None else self._recover_from_env_error(error, chunk)
 
-    def _take_report(self) -> WorkerReport:
-        report, self.report = self.report, WorkerReport(self.worker_id, 0)
+    def _take_report(self, rows: int) -> WorkerReport:
+        """The report to send with ``rows`` rows (-1: a rollout, all its steps)."""
+        report = self.report
+        rows = report.env_steps if rows < 0 else rows
+        self.sent = self.sent.add(report.env_steps, rows, report.dropped)
+        report.totals = self.sent
+        self.report = WorkerReport(self.worker_id, 0, incarnation=self.incarnation)
         report.times = WorkerTimes(**vars(self.times))
         self.times = WorkerTimes()
         self.global_env_steps += report.env_steps
@@ -480,7 +489,7 @@ class Worker:
             return True
         if self.on_policy:
             self.rollout_version = version
-            report = self._take_report()
+            report = self._take_report(rows=-1)
             call = self.link.push_rollout(
                 self.worker_id, version, chunk, report, self.weights_version
             )
@@ -502,7 +511,7 @@ class Worker:
         self._push(self.folder.fold(chunk), frames)
 
     def _push(self, batch: Batch | None, frames: Frames | None = None) -> None:
-        report = self._take_report()
+        report = self._take_report(rows=batch_rows(batch) if batch else 0)
         call = self.link.push_transitions(
             self.worker_id, batch, report, self.weights_version, frames
         )

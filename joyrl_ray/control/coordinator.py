@@ -3,9 +3,12 @@
 It holds the global counters and the stop rule, the newest weights (a store reference and
 its version, fenced so that versions only grow), the roles' registry, the report
 mailboxes the driver drains, the stall diagnostics and the news that wakes the driver.
-Workers report each chunk here (a few counters, no rows) while the rows go to their
-replay shard or to the rollout queue; learners publish weights and hand in checkpoints
-*by reference* (the bytes stay in the object store until the driver fetches them).
+Off-policy, a worker's report (a few counters, no rows) travels with its rows to its
+replay shard, and each shard forwards its workers' reports here a few times a second
+(``take_reports``): the coordinator is not on the path of a worker's chunk. On-policy and
+in test mode workers report each rollout or episode batch here themselves. Learners
+publish weights and hand in checkpoints *by reference* (the bytes stay in the object
+store until the driver fetches them).
 
 When the run stops it tells the data plane (each shard or the queue) so that throttled
 workers and waiting learners wake; that is the only call it makes.
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from joyrl_ray.control.mailboxes import Mailboxes
+from joyrl_ray.control.report_gaps import ReportGaps
 from joyrl_ray.env_error_budget import EnvErrorBudget
 from joyrl_ray.handles import Call, LocalStore, ObjectStore, RoleError
 from joyrl_ray.heap import freeze_startup_heap
@@ -118,6 +122,8 @@ class Coordinator(WaitingRoom):
         # steps a worker holds back). Lost with the worker if it dies.
         self.owed: Counter[int] = Counter()
         self.registered: set[int] = set()
+        self.incarnations: Counter[int] = Counter()  # per worker: Ray's restarts of it
+        self.gaps = ReportGaps()
         self.busy_s = 0.0
         freeze_startup_heap()
 
@@ -162,9 +168,15 @@ class Coordinator(WaitingRoom):
                     f"worker {worker_id} was restarted on {where.ip} (restart "
                     f"{restarts[worker_id]}); {lost} env steps it held back were lost"
                 )
+                self.incarnations[worker_id] += 1
             self.registered.add(worker_id)
             stopped = self.stop_reason is not None
-            return WorkerStart(self.counters.env_steps, stopped, self._newest_weights())
+            return WorkerStart(
+                self.counters.env_steps,
+                stopped,
+                self._newest_weights(),
+                self.incarnations[worker_id],
+            )
 
     def _lose_worker_steps(self, worker_id: int) -> int:
         lost = self.owed.pop(worker_id, 0)
@@ -175,26 +187,48 @@ class Coordinator(WaitingRoom):
     def report_worker(
         self, report: WorkerReport, rows: int, known_version: int, shard: int = -1
     ) -> PushAck:
-        """Count a worker's chunk (``rows`` of it went to replay shard ``shard``, or to the
-        rollout queue); the ack says stop and carries newer weights."""
+        """Count a worker's own report (on-policy, test mode, or its shard died during the
+        insert): ``rows`` of it went to replay shard ``shard``, or to the rollout queue; the
+        ack says stop and carries newer weights."""
+        return self.take_reports(shard, [(report, rows)], known_version)
+
+    def take_reports(
+        self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
+    ) -> PushAck:
+        """Count the reports replay shard ``shard`` gathered from its workers since its last
+        call, each with the rows it stored or dropped (``shard`` -1: none, see
+        ``report_worker``); the answer is for the shard's acks."""
         t0 = time.monotonic()
         with self._cond:
-            self._count(report, rows)
-            if shard >= 0:
-                self.rows_sent[shard] += rows
+            for report, rows in reports:
+                self._count(report, rows, shard)
+                if shard >= 0:
+                    self.rows_sent[shard] += rows
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 
-    def _count(self, report: WorkerReport, rows: int) -> None:
+    def _gone(self, worker: int, incarnation: int) -> bool:
+        return incarnation < self.incarnations[worker] or worker not in self.active_workers
+
+    def _count(self, report: WorkerReport, rows: int, shard: int) -> None:
+        worker = report.worker_id
+        # A report that reaches the coordinator after its worker was restarted or dropped
+        # (it waited in a shard): what the worker held back died with that process.
+        gone = self._gone(worker, report.incarnation)
+        self.gaps.record(report, rows, shard)
         self.collected += report.env_steps
         self.dropped.update(report.dropped)
         self.mail.worker_times.add(report.times)
-        self.last_push[report.worker_id] = time.monotonic()
+        if not gone:
+            self.last_push[worker] = time.monotonic()
+        held = report.env_steps - rows - sum(report.dropped.values())
         if not self.learning:
             self.dropped["not_learned_in_test_mode"] += report.env_steps
+        elif gone:
+            self.dropped["lost_with_worker"] += held
         else:
-            self.owed[report.worker_id] += report.env_steps - rows - sum(report.dropped.values())
+            self.owed[worker] += held
         if report.env_errors:
             self.env_error_count += len(report.env_errors)
             self.mail.env_errors.extend(report.env_errors)
@@ -349,10 +383,13 @@ class Coordinator(WaitingRoom):
 
     def stats(self) -> CoordinatorStats:
         with self._cond:
+            steps, dropped, sent = self.gaps.account(self._gone)  # reports lost with shards
+            dropped.update(self.dropped)
+            sent.update(self.rows_sent)
             return CoordinatorStats(
-                transitions_collected=self.collected,
-                transitions_dropped={k: v for k, v in self.dropped.items() if v},
-                rows_sent=dict(self.rows_sent),
+                transitions_collected=self.collected + steps,
+                transitions_dropped={k: v for k, v in dropped.items() if v},
+                rows_sent=dict(sent),
                 weights_versions=self.weights_version,
                 weights_rejected=self.weights_rejected,
                 env_errors=self.env_error_count,

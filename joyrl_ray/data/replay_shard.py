@@ -4,7 +4,10 @@ Off-policy runs have ``general_cfg.n_replay_shards`` of them. Worker ``k`` inser
 shard ``k mod n`` (its frames stay with the shard that holds its steps); learners sample
 every shard in turn (see :mod:`joyrl_ray.data.sampling`) and write priorities back to the
 shard a row came from. A shard knows nothing of the run beyond its rows: the coordinator
-counts env steps and tells it when the run stops.
+counts env steps and tells it when the run stops. A worker's report travels with its rows;
+the shard forwards its workers' reports to the coordinator a few times a second (see
+:mod:`joyrl_ray.data.report_forwarder`) and its insert acks pass the coordinator's answer
+on (the stop, newer weights), so no worker calls the coordinator per chunk.
 
 Prioritized replay is per shard (as in Ape-X): priorities, the sum tree and the importance
 weights' normalisation are this shard's own.
@@ -20,6 +23,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,10 +31,23 @@ from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows
 from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from joyrl_ray.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data.rate_limiter import DRAINING_STOPS, SampleToInsertRatio
+from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S, ReportForwarder
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import Frames, InsertAck, Placement, SampleGrant
+from joyrl_ray.messages import (
+    Frames,
+    InsertAck,
+    Placement,
+    PushAck,
+    SampleGrant,
+    WorkerReport,
+)
 from joyrl_ray.waiting import DataPlaneRole
+
+if TYPE_CHECKING:
+    from joyrl_ray.plane_clients import CoordinatorClient
+
+CONTROL_WAIT_S = 5.0  # how long a worker done waiting for room waits for the newest weights
 
 
 @dataclass
@@ -69,6 +86,8 @@ class DataServer(DataPlaneRole):
         learner_lag_tolerance: int = 64,
         seed: int | None = None,
         buffer_state: dict[str, np.ndarray] | None = None,
+        coordinator: CoordinatorClient | None = None,
+        forward_every_s: float = FORWARD_EVERY_S,
     ) -> None:
         role = "data server" if n_shards == 1 else f"data server {shard}"
         super().__init__(role)
@@ -96,29 +115,47 @@ class DataServer(DataPlaneRole):
         self.dropped: Counter[str] = Counter()
         self.priorities_applied = 0
         self.busy_s = 0.0
+        self.reports = ReportForwarder(shard, coordinator, forward_every_s)
         freeze_startup_heap()
 
     def _throttled(self) -> bool:
         return self.limiter.throttled(len(self.buffer), self.stop_reason is not None)
 
     # ----- workers -----
-    def insert(self, worker_id: int, batch: Batch, frames: Frames | None = None) -> InsertAck:
-        """Store a worker's folded transitions (with ``frames``, observations are frame ids)."""
+    def insert(
+        self,
+        worker_id: int,
+        batch: Batch | None,
+        frames: Frames | None = None,
+        report: WorkerReport | None = None,
+        known_version: int = 0,
+    ) -> InsertAck:
+        """Store a worker's folded transitions (with ``frames``, observations are frame ids)
+        and take its ``report`` for the coordinator; the ack carries the stop and weights
+        newer than ``known_version`` as the coordinator last answered this shard."""
         t0 = time.monotonic()
         with self._cond:
-            rows = batch_rows(batch)
+            rows = batch_rows(batch) if batch is not None else 0
             if self.stop_reason is not None:  # a chunk that raced the stop: not learned from
                 self.dropped["after_stop"] += rows
             elif rows:
+                assert batch is not None
                 if frames is not None:
                     batch = self._frame_indices(worker_id, batch, frames)
                 self.buffer.add(batch)
                 self.stored += rows
                 self.limiter.inserted += rows
                 self._cond.notify_all()
-            ack = InsertAck(self.shard, rows, self._throttled())
+            throttled = self._throttled()
+        if report is not None:
+            self.reports.add(report, rows)
+        ack = self._ack(rows, throttled, self.reports.latest(), known_version)
         self.busy_s += time.monotonic() - t0
         return ack
+
+    def flush_reports(self, timeout_s: float) -> bool:
+        """Forward the reports still here and wait for the answer (at the end of a run)."""
+        return self.reports.flush(timeout_s)
 
     def _frame_indices(self, worker_id: int, batch: Batch, frames: Frames) -> Batch:
         if self.frames is None:
@@ -130,8 +167,9 @@ class DataServer(DataPlaneRole):
             NEXT_OBS: self.frames.translate(worker_id, batch[NEXT_OBS]),
         }
 
-    def wait_for_room(self, worker_id: int, timeout_s: float) -> InsertAck:
-        """Block while the learners trail this shard's ratio; the ack says if they still do."""
+    def wait_for_room(self, worker_id: int, timeout_s: float, known_version: int = 0) -> InsertAck:
+        """Block while the learners trail this shard's ratio; the ack says if they still do,
+        with the stop and weights newer than ``known_version`` as they are after the wait."""
         with self._cond:
             self._wait(
                 f"worker {worker_id}",
@@ -139,7 +177,19 @@ class DataServer(DataPlaneRole):
                 lambda: not self._throttled(),
                 timeout_s,
             )
-            return InsertAck(self.shard, 0, self._throttled())
+            throttled = self._throttled()
+        return self._ack(0, throttled, self.reports.fresh(CONTROL_WAIT_S), known_version)
+
+    def _ack(self, rows: int, throttled: bool, control: PushAck, known_version: int) -> InsertAck:
+        newer = control.weights
+        return InsertAck(
+            self.shard,
+            rows,
+            throttled,
+            stop=control.stop or self.stop_reason is not None,
+            env_steps=control.env_steps,
+            weights=newer if newer is not None and newer.version > known_version else None,
+        )
 
     # ----- learners -----
     def learner_started(self, generation: int) -> Placement:

@@ -255,6 +255,71 @@ def test_killed_replay_shard_is_restarted_empty_counted_and_the_run_still_solves
         run.kill()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_shard_killed_under_two_learners_is_counted_and_the_run_goes_on(tmp_path: Path) -> None:
+    run = start(tmp_path, *FIXED, "general_cfg.n_replay_shards=2", "general_cfg.n_learners=2")
+    try:
+        shards = wait_for(
+            run, "two replay shards", lambda: two(role_pids(run, "ray::DataServer")), 120
+        )
+        learners = wait_for(run, "two learners", lambda: two(role_pids(run, "ray::Learner")), 120)
+        wait_for(run, "4000 env steps", lambda: env_steps(tmp_path) >= 4000, 180)
+        kill(max(shards))
+        wait_for(run, "a restarted shard", lambda: role_pids(run, "ray::DataServer") - shards, 120)
+        code = finish(run, RUN_TIMEOUT_S)
+        summary = summary_of(the_task(tmp_path))
+        assert code == 0, run.stderr[-3000:]
+        assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= FIXED_STEPS
+        # Both learners learned on through it, from the other shard meanwhile.
+        assert summary["learner_restarts"] == 0
+        assert summary["n_learners"] == 2 and len(learners) == 2
+        # The killed shard's worker had sent it about half of the 4000+ steps: what it held
+        # is counted as lost, and the restarted shard stored the rest of that worker's rows.
+        lost = summary["transitions_dropped"].get("lost_with_shard", 0)
+        assert lost >= 1000, summary["transitions_dropped"]
+        assert all(shard["stored"] > 0 for shard in summary["replay_shards"])
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_killed_rollout_queue_stops_the_run_in_order_naming_the_data_server(
+    tmp_path: Path,
+) -> None:
+    run = TrackedRun(
+        (
+            "--yaml",
+            config_path("cartpole_ppo"),
+            *CARTPOLE[2:],
+            *FIXED,
+            f"general_cfg.tasks_dir={tmp_path}",
+        ),
+        log_dir=tmp_path,
+    )
+    try:
+        (queue,) = wait_for(
+            run, "the rollout queue", lambda: role_pids(run, "ray::RolloutQueue"), 120
+        )
+        wait_for(run, "2000 env steps", lambda: env_steps(tmp_path) >= 2000, 180)
+        kill(queue)
+        code = finish(run, RUN_TIMEOUT_S)
+        assert code == 1, run.stderr[-3000:]
+        task = the_task(tmp_path)
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "data_server_failed"
+        assert summary["env_steps"] < FIXED_STEPS
+        (error,) = error_lines(run.stderr)
+        assert "the data server (rollout queue) is gone" in error, error
+        # What the learner had learned is kept: its final checkpoint, and a command to go on.
+        assert final_checkpoint_updates(task) == summary["updates"] > 0
+        assert re.search(r"^resume with: python main.py ", run.stderr, re.MULTILINE), run.stderr
+    finally:
+        run.kill()
+
+
 # ----- runs that cannot make progress -----
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)

@@ -33,10 +33,10 @@ class SlowDataServer(DataServer):
         self.delay_s = delay_s
         self.pushes = 0
 
-    def insert(self, worker_id, batch, frames=None):
+    def insert(self, worker_id, batch, *args):
         time.sleep(self.delay_s)
         self.pushes += 1
-        return super().insert(worker_id, batch, frames)
+        return super().insert(worker_id, batch, *args)
 
     def push_count(self) -> int:
         return self.pushes
@@ -70,6 +70,9 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
             needs=needs,
             learner_lag_tolerance=-1,  # collection only: no learner to wait for
             delay_s=DELAY_S,
+            coordinator=CoordinatorClient(
+                RayHandle("Coordinator", name="backpressure-coordinator")
+            ),
         )
     )
     coordinator_actor = (
@@ -99,6 +102,7 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         # Stepping 8 x 2 CartPole envs takes ~1 ms: without backpressure the 20 chunks would
         # be sent in well under a second; with it the worker waits for its shard.
         assert elapsed >= (CHUNKS - MAX_IN_FLIGHT) * DELAY_S
+        assert shard.flush_reports(30).result(30)  # the reports it still holds
         reports = client.drain_reports().result(30)
         waited = reports.worker_times.push_wait_s + worker.times.push_wait_s
         assert waited > elapsed / 2  # waiting for acks, not stepping

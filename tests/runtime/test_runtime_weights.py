@@ -8,6 +8,7 @@ driven step by step from the test through their own methods.
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 import ray.cloudpickle
@@ -15,6 +16,7 @@ import ray.cloudpickle
 from algos import get_algorithm
 from envs.probe import probe_env
 from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S
 from joyrl_ray.handles import RayStore
 from joyrl_ray.learner import LEARNED, Learner
 from joyrl_ray.planes import PlaneSetup, RayPlanes
@@ -94,20 +96,24 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
         assert stats.updates >= 200
         assert stats.weights_version == 1 + stats.updates // PUBLISH_EVERY
         # The worker picks up new versions as they are published (it learns of them from
-        # the acks of its pushes), never goes back, and saw several of them.
+        # the acks of its pushes, which pass on what its shard last heard from the
+        # coordinator), never goes back, and saw several of them.
         assert versions == sorted(versions) and versions[-1] > 1, versions
         assert len(set(versions)) >= 4, versions
 
         ray.get(learner.publish_weights.remote())  # publish the very latest weights
         lv2, lq2 = ray.get(learner.probe.remote(obs))
         assert lv2 == 2 + stats.updates // PUBLISH_EVERY
-        # A worker hears of a new version in the ack of a push sent after the publish, so
-        # it acts with it within max_pushes_in_flight + 1 chunks.
-        for _ in range(cfg.general.max_pushes_in_flight + 1):
+        # The worker's shard hears of a new version in the coordinator's answer to its next
+        # forward of reports (at most FORWARD_EVERY_S after the last one), and the worker in
+        # the ack of a push after that: it acts with it within max_pushes_in_flight + 2
+        # chunks when a forward interval passes between them.
+        for _ in range(cfg.general.max_pushes_in_flight + 2):
             ray.get(worker.step.remote(1.0))
             v2, q2, a2 = ray.get(worker.probe.remote(obs))
             if v2 == lv2:
                 break
+            time.sleep(FORWARD_EVERY_S)
         assert v2 == lv2
         np.testing.assert_array_equal(q2, lq2)
         assert not np.allclose(q1, q2)
