@@ -25,7 +25,7 @@ The data path, one hop at a time (off-policy; on-policy differs where marked):
 6. ``CoordinatorClient.publish_weights``: the coordinator puts the weights in the object
    store (it owns them) under a new version.
 7. The shard's next forward brings that version's box, and its next ack to each worker
-   carries it; ``Worker._take_weights`` fetches it (``ObjectStore.get``) and
+   carries it; ``ActingWeights.take`` fetches it (``ObjectStore.get``) and
    ``Policy.set_weights`` loads it: back to step 1.
 
 Beside it: the learner puts each checkpoint in the object store and hands the coordinator

@@ -23,7 +23,6 @@ on-policy, see ``_recover_from_env_error`` (an env that keeps failing stops the 
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -31,13 +30,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from gymnasium.vector import VectorEnv
+from gymnasium.spaces import Space
 
 from algos import get_algorithm
-from envs.faults import with_step_errors
-from envs.registry import make_env_fn
 from envs.rewards import learning_rewards
-from envs.vector import close_vector_env, make_vector_env
+from joyrl_ray.acting_weights import ActingWeights
 from joyrl_ray.batch import (
     ACTIONS,
     NEXT_OBS,
@@ -55,25 +52,25 @@ from joyrl_ray.data_needs import AsyncRolloutNeeds, ReplayNeeds, RolloutNeeds
 from joyrl_ray.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.handles import Call, ObjectStore, first_line
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.kill_schedule import KillSchedule
 from joyrl_ray.messages import (
     EpisodeColumns,
     Frames,
     Placement,
     PushAck,
     ReportTotals,
-    Weights,
     WorkerReport,
     WorkerTimes,
 )
 from joyrl_ray.placement import node_here
 from joyrl_ray.seeding import derive_seed
+from joyrl_ray.worker_envs import FAILED_REBUILDS_BEFORE_GIVING_UP, WorkerEnvs
 
 if TYPE_CHECKING:
     from joyrl_ray.plane_clients import WorkerLink
 
 WAIT_S = 1.0  # deadline of one blocking wait (coordinator or shard); the loop then checks again
 ACK_TIMEOUT_S = 60.0
-FAILED_REBUILDS_BEFORE_GIVING_UP = 3
 
 
 @dataclass
@@ -159,6 +156,16 @@ class _Chunk:
         return columns
 
 
+def frame_encoder_for(cfg: RunConfig, space: Space, n_envs: int) -> FrameEncoder | None:
+    """Stacked uint8 frames (frame_stack the last wrapper) are sent to replay once each."""
+    wrappers = list(cfg.env.wrappers or [])
+    stacked = bool(wrappers) and wrappers[-1] == "frame_stack"
+    shape = tuple(space.shape or ())
+    if not stacked or space.dtype != np.uint8 or len(shape) < 3:
+        return None
+    return FrameEncoder(n_envs, shape[0])
+
+
 def initial_net_seed(seed: int, worker_id: int) -> int | None:
     """Torch seed of worker ``worker_id``'s own initial acting net (a seeded run's workers
     act alike before the first weights arrive, on either backend)."""
@@ -190,15 +197,15 @@ class Worker:
             if isinstance(needs, RolloutNeeds | AsyncRolloutNeeds) and self.on_policy
             else general.worker_chunk_steps
         )
-        self.env_error_count = 0  # _make_envs seeds injected env errors with it
-        self.envs = self._make_envs()
+        self.envs = WorkerEnvs(worker_id, cfg, self.n_envs)
+        space = self.envs.vector.single_observation_space
         net_seed = initial_net_seed(general.seed, worker_id)
         if net_seed is not None:  # the net it acts with until the learner's weights arrive
             torch.manual_seed(net_seed)
         self.policy = spec.policy_cls(
             cfg.algo,
-            self.envs.single_observation_space,
-            self.envs.single_action_space,
+            space,
+            self.envs.vector.single_action_space,
             torch.device("cpu"),
         )
         self.gamma = self.policy.gamma
@@ -206,7 +213,8 @@ class Worker:
         self.folder = NStepFolder(self.n_envs, n_step, self.gamma)
         self.tracker = EpisodeTracker(self.n_envs)
         self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
-        self.encoder = self._frame_encoder()
+        replay = self.replay is not None
+        self.encoder = frame_encoder_for(cfg, space, self.n_envs) if replay else None
         if self.encoder is not None:
             # Frame ids refer to frames sent with earlier pushes, and a shard takes calls on
             # several threads: two pushes of one worker in flight could be stored out of
@@ -214,9 +222,9 @@ class Worker:
             self.max_in_flight = 1
         self.chunk = _Chunk(self.chunk_len)
         self.obs: np.ndarray | None = None
-        self.weights_version = 0
-        self.pending_weights: Weights | None = None
-        self.rollout_version = -1  # on-policy: the version of our last rollout
+        self.weights = ActingWeights(
+            store, self.policy, ACK_TIMEOUT_S, self.train, self.on_policy, self.async_rollouts
+        )
         self.global_env_steps = 0
         self.in_flight: deque[Call[PushAck]] = deque()
         self.stop = False
@@ -227,47 +235,11 @@ class Worker:
         self.sent = ReportTotals()  # what this incarnation's reports sum to
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
-        self.failed_rebuilds = 0
         self.times = WorkerTimes()
-        self.kills_due: list[int] = []
+        self.kills = KillSchedule()
         freeze_startup_heap()
 
-    def _frame_encoder(self) -> FrameEncoder | None:
-        """Stacked uint8 frames (frame_stack the last wrapper) are sent to replay once each."""
-        space = self.envs.single_observation_space
-        wrappers = list(self.cfg.env.wrappers or [])
-        stacked = bool(wrappers) and wrappers[-1] == "frame_stack"
-        shape = tuple(space.shape or ())
-        if self.replay is None or not stacked or space.dtype != np.uint8 or len(shape) < 3:
-            return None
-        return FrameEncoder(self.n_envs, shape[0])
-
-    # ----- envs -----
-    def _make_envs(self) -> VectorEnv:
-        """The worker's vector env (``env_cfg.vector_mode``); a rebuild first ends what is
-        left of the broken one (an async env's subprocesses)."""
-        old: VectorEnv | None = getattr(self, "envs", None)
-        if old is not None:
-            close_vector_env(old, broken=True)
-        general = self.cfg.general
-        make = make_env_fn(
-            self.cfg.env, max_episode_steps=general.max_step, worker_id=self.worker_id
-        )
-        makes = [make] * self.n_envs
-        rate = general.fault_injection.env_error_rate
-        if rate > 0:
-            seed = derive_seed(general.seed, "faults", self.worker_id, self.env_error_count)
-            makes = with_step_errors(make, rate, seed, self.n_envs)
-        return make_vector_env(makes, self.cfg.env.vector_mode)
-
-    def _reset_envs(self) -> None:
-        seed = self.cfg.general.seed
-        # Fresh streams where the run is (a restart, a resume) and after every env error.
-        stream: tuple[str | int, ...] = (self.global_env_steps,) if self.global_env_steps else ()
-        stream += ("error", self.env_error_count) if self.env_error_count else ()
-        seeds = [derive_seed(seed, "env", self.worker_id, i, *stream) for i in range(self.n_envs)]
-        self.obs, _ = self.envs.reset(seed=seeds if seed else None)
-
+    # ----- env errors -----
     def _recover_from_env_error(self, exc: Exception, chunk: Batch) -> Batch | None:
         """Rebuild the envs and go on; returns what it keeps of ``chunk``, the steps taken
         before the error.
@@ -277,7 +249,7 @@ class Worker:
         a rollout must be whole, so its steps are dropped and counted. The running
         episodes are not reported (they did not end) and their trajectories are dropped.
         """
-        self.env_error_count += 1
+        self.envs.error_count += 1
         where = "reset" if self.obs is None else "step"
         text = f"worker {self.worker_id}: env {where} raised {first_line(exc)}"
         self.report.env_errors.append(text)
@@ -295,12 +267,7 @@ class Worker:
             self.cutter.reset()
         if self.encoder is not None:
             self.encoder.reset()
-        try:
-            self.envs.close()
-        except Exception:  # a broken env may fail to close too; it is replaced anyway
-            pass
-        self.failed_rebuilds += 1
-        if self.failed_rebuilds > FAILED_REBUILDS_BEFORE_GIVING_UP:
+        if not self.envs.close_broken():
             self.report.fatal_env_error = (
                 f"{text}, and failed again each of the {FAILED_REBUILDS_BEFORE_GIVING_UP} "
                 "times it was rebuilt"
@@ -308,29 +275,17 @@ class Worker:
             self.stop = True
             return kept
         self.obs = None
-        self.envs = self._make_envs()
+        self.envs.rebuild()
         return kept
 
     # ----- weights and acknowledgements -----
-    def _take_weights(self, weights: Weights | None, *, now: bool) -> None:
-        if weights is not None and weights.version > self.weights_version:
-            self.pending_weights = weights
-        pending = self.pending_weights
-        if pending is None or not (now or self.store.ready(pending.box)):
-            return  # still travelling: keep acting with the current weights meanwhile
-        t0 = time.monotonic()
-        self.policy.set_weights(self.store.get(pending.box, timeout_s=ACK_TIMEOUT_S))
-        self.weights_version = pending.version
-        self.pending_weights = None
-        self.times.weights_wait_s += time.monotonic() - t0
-
     def _take_ack(self, ack: PushAck) -> None:
         self.stop = self.stop or ack.stop
         if not self.async_rollouts:  # a place in the rollout queue comes only from its wait
             self.throttled = ack.throttled
         self.global_env_steps = max(self.global_env_steps, ack.env_steps)
-        self._take_weights(ack.weights, now=False)
-        self._inject_kill()
+        self.times.weights_wait_s += self.weights.take(ack.weights, now=False)
+        self.kills.strike(self.global_env_steps)
 
     def _wait_for_acks(self, keep: int) -> None:
         t0 = time.monotonic()
@@ -338,23 +293,14 @@ class Worker:
             self._take_ack(self.in_flight.popleft().result(timeout_s=ACK_TIMEOUT_S))
         self.times.push_wait_s += time.monotonic() - t0
 
-    def _needs_newer_weights(self) -> bool:
-        if not self.train:
-            return self.weights_version == 0  # test mode acts only with the checkpoint's
-        if self.async_rollouts:  # any recent version will do, but the learner's, not its own
-            return self.weights_version == 0
-        # On-policy: every rollout needs a version newer than the last one's (and the first
-        # needs the learner's first one; a worker's own initial weights would be stale).
-        return self.on_policy and self.weights_version <= max(self.rollout_version, 0)
-
     def _wait_for_turn(self, wait_s: float) -> bool:
         """Block until this worker may collect; False if it still may not (deadline, stop)."""
-        need_weights = self._needs_newer_weights()
+        need_weights = self.weights.needs_newer()
         if not (need_weights or self.throttled):
             return True
         t0 = time.monotonic()
         self._wait_for_acks(0)
-        known = self.weights_version
+        known = self.weights.version
         ack = self.link.wait_for_turn(self.worker_id, known, need_weights, wait_s).result(
             timeout_s=wait_s + ACK_TIMEOUT_S
         )
@@ -368,21 +314,9 @@ class Worker:
             self.times.push_wait_s += time.monotonic() - t0
         # Take the weights the learner published while this worker waited (throttled, it
         # would otherwise act with those of its last push, a whole wait behind); the wait
-        # was long, the fetch is short (and counted as weights_wait_s by _take_weights).
-        self._take_weights(ack.weights, now=True)
-        return not (self.stop or self._needs_newer_weights() or self.throttled)
-
-    # ----- fault injection (general_cfg.fault_injection) -----
-    def _arm_kills(self) -> None:
-        faults = self.cfg.general.fault_injection
-        if self.worker_id in faults.kill_worker_ids:
-            self.kills_due = sorted(
-                s for s in faults.kill_at_env_steps if s > self.global_env_steps
-            )
-
-    def _inject_kill(self) -> None:
-        if self.kills_due and self.global_env_steps >= self.kills_due[0]:
-            os.kill(os.getpid(), signal.SIGKILL)
+        # was long, the fetch is short (and counted as weights_wait_s).
+        self.times.weights_wait_s += self.weights.take(ack.weights, now=True)
+        return not (self.stop or self.weights.needs_newer() or self.throttled)
 
     # ----- stepping -----
     def start(self) -> None:
@@ -393,26 +327,25 @@ class Worker:
         self.incarnation = self.report.incarnation = start.incarnation
         self.stop = start.stop
         if start.weights is not None:
-            self._take_weights(start.weights, now=True)
+            self.times.weights_wait_s += self.weights.take(start.weights, now=True)
         seed = self.cfg.general.seed
         # A restarted worker (or a resumed run) draws fresh streams from where the run is.
         stream = (start.env_steps,) if start.env_steps else ()
         self.policy.seed(derive_seed(seed, "policy", self.worker_id, *stream))
         if seed:
             torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
-        self._arm_kills()
+        self.kills.arm(self.cfg.general.fault_injection, self.worker_id, self.global_env_steps)
 
     def _step(self) -> None:
         """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""
         if self.obs is None:
-            self._reset_envs()
+            self.obs = self.envs.reset(self.global_env_steps)
         assert self.obs is not None
         env_steps = self.global_env_steps + self.own_env_steps
         actions, extras = self.policy.act(self.obs, explore=self.train, env_steps=env_steps)
         next_obs, rewards, terminated, truncated, info = self.envs.step(
             self.policy.env_action(actions)
         )
-        self.failed_rebuilds = 0  # it stepped: an env that fails now and then, not every try
         self.chunk.add(self.obs, actions, rewards, terminated, truncated, extras, info)
         self.obs = next_obs
         self.own_env_steps += self.n_envs
@@ -436,7 +369,7 @@ class Worker:
             ended_at = first_row_steps + rows.astype(np.int64) * self.n_envs  # their last steps
             stats = [self.policy.exploration_stats(s) for s in ended_at.tolist()]
             explore = {key: np.array([s[key] for s in stats]) for key in stats[0]}
-            versions = np.full(len(rows), self.weights_version, dtype=np.int64)
+            versions = np.full(len(rows), self.weights.version, dtype=np.int64)
             ended = EpisodeColumns(returns, lengths, ended_at, versions, explore)
             self.report.episodes = self.report.episodes.extend(ended)
         if self.cutter is not None:
@@ -476,8 +409,8 @@ class Worker:
             return False
         if not self._wait_for_turn(wait_s):
             return not self.stop
-        self._take_weights(None, now=False)
-        version = self.weights_version
+        self.times.weights_wait_s += self.weights.take(None, now=False)
+        version = self.weights.version
         chunk = self._collect()
         if self.stop:  # the env kept failing: report it (and what it kept) and stop
             if chunk is not None:
@@ -488,10 +421,10 @@ class Worker:
         if chunk is None:
             return True
         if self.on_policy:
-            self.rollout_version = version
+            self.weights.rollout_version = version
             report = self._take_report(rows=-1)
             call = self.link.push_rollout(
-                self.worker_id, version, chunk, report, self.weights_version
+                self.worker_id, version, chunk, report, self.weights.version
             )
             self.throttled = self.async_rollouts  # its place is filled: the next needs one
             self._send(call)
@@ -513,7 +446,7 @@ class Worker:
     def _push(self, batch: Batch | None, frames: Frames | None = None) -> None:
         report = self._take_report(rows=batch_rows(batch) if batch else 0)
         call = self.link.push_transitions(
-            self.worker_id, batch, report, self.weights_version, frames
+            self.worker_id, batch, report, self.weights.version, frames
         )
         self._send(call)
 
@@ -541,7 +474,7 @@ class Worker:
 
     def stats(self) -> WorkerStats:
         times = WorkerTimes(**vars(self.times))
-        return WorkerStats(self.worker_id, self.total_env_steps, self.env_error_count, times)
+        return WorkerStats(self.worker_id, self.total_env_steps, self.envs.error_count, times)
 
     def close(self) -> None:
         self.envs.close()

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from joyrl_ray.control.mailboxes import Mailboxes
+from joyrl_ray.control.newest_weights import NewestWeights
 from joyrl_ray.control.report_gaps import ReportGaps
 from joyrl_ray.env_error_budget import EnvErrorBudget
 from joyrl_ray.handles import Call, LocalStore, ObjectStore, RoleError
@@ -43,7 +44,6 @@ from joyrl_ray.messages import (
     PushAck,
     Reports,
     StallReport,
-    Weights,
     WorkerReport,
     WorkerStart,
 )
@@ -58,6 +58,12 @@ class StopRule:
     max_episode: int = -1
     max_env_errors_per_1000: float = -1  # env errors per 1,000 env steps (-1: no limit)
     env_error_window_steps: int = 50_000  # ... over this many recent env steps
+
+    def env_error_budget(self) -> EnvErrorBudget | None:
+        """The env-error rate budget this rule sets, or None when it sets none."""
+        if self.max_env_errors_per_1000 < 0:
+            return None
+        return EnvErrorBudget(self.max_env_errors_per_1000, self.env_error_window_steps)
 
 
 @dataclass
@@ -101,18 +107,11 @@ class Coordinator(WaitingRoom):
         # By replay shard: rows its workers sent and it acknowledged or still holds; at the
         # end, what a shard does not hold was lost with an earlier incarnation of it.
         self.rows_sent: Counter[int] = Counter()
-        self.weights_version = 0  # the newest version published (0: none yet)
-        self.unshared_weights: dict[str, np.ndarray] | None = None  # newest, not yet put
-        self.shared_weights: Weights | None = None  # the newest version put in the store
-        self.weights_rejected = 0
+        self.weights = NewestWeights(self.store)
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
         self.env_error_count = 0
-        self.env_error_budget = (
-            EnvErrorBudget(stop_rule.max_env_errors_per_1000, stop_rule.env_error_window_steps)
-            if stop_rule.max_env_errors_per_1000 >= 0
-            else None
-        )
+        self.env_error_budget = stop_rule.env_error_budget()
         self.episodes_dropped = 0  # finished past max_episode: not counted, not logged
         self.learner_generation = 0
         self.mail = Mailboxes()
@@ -128,27 +127,12 @@ class Coordinator(WaitingRoom):
         freeze_startup_heap()
 
     # ----- workers -----
-    def _newest_weights(self) -> Weights | None:
-        """The newest weights as a store reference, put on first use.
-
-        Workers take weights only with an ack, so a version that no ack hands out before
-        the next publish is never put: putting costs this process far more than holding
-        the arrays does.
-        """
-        if self.unshared_weights is not None:
-            self.shared_weights = Weights(
-                self.weights_version, self.store.put(self.unshared_weights)
-            )
-            self.unshared_weights = None
-        return self.shared_weights
-
     def _ack(self, known_version: int) -> PushAck:
-        newer = self._newest_weights() if self.weights_version > known_version else None
         return PushAck(
             stop=self.stop_reason is not None,
             throttled=False,  # the worker's shard says whether it must wait
             env_steps=self.counters.env_steps,
-            weights=newer,
+            weights=self.weights.newer_than(known_version),
         )
 
     def register_worker(self, worker_id: int, where: Placement) -> WorkerStart:
@@ -174,7 +158,7 @@ class Coordinator(WaitingRoom):
             return WorkerStart(
                 self.counters.env_steps,
                 stopped,
-                self._newest_weights(),
+                self.weights.newest(),
                 self.incarnations[worker_id],
             )
 
@@ -260,7 +244,7 @@ class Coordinator(WaitingRoom):
             self._wait(
                 f"worker {worker_id}",
                 "newer weights",
-                lambda: self.stop_reason is not None or self.weights_version > known_version,
+                lambda: self.stop_reason is not None or self.weights.version > known_version,
                 timeout_s,
             )
             return self._ack(known_version)
@@ -293,21 +277,17 @@ class Coordinator(WaitingRoom):
             if generation > self.learner_generation:
                 self.learner_generation = generation
                 self.counters.updates = restored.updates
-            return LearnerStart(Counters(**vars(self.counters)), self.weights_version)
+            return LearnerStart(Counters(**vars(self.counters)), self.weights.version)
 
     def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> bool:
         """Make ``weights`` the newest version; a version not newer than the newest is refused.
 
-        The coordinator keeps a copy (on Ray the arrays may be views of the call's argument,
-        which the learner owns) and puts it in the store itself when an ack first hands it
-        out, so the weights stay fetchable when the learner that made them dies.
+        The coordinator keeps a copy and puts it in the store itself when an ack first hands
+        it out (see ``NewestWeights``).
         """
         with self._cond:
-            if version <= self.weights_version:
-                self.weights_rejected += 1
+            if not self.weights.publish(weights, version):
                 return False
-            self.weights_version = version
-            self.unshared_weights = {name: np.array(a, copy=True) for name, a in weights.items()}
             self._cond.notify_all()
             return True
 
@@ -390,8 +370,8 @@ class Coordinator(WaitingRoom):
                 transitions_collected=self.collected + steps,
                 transitions_dropped={k: v for k, v in dropped.items() if v},
                 rows_sent=dict(sent),
-                weights_versions=self.weights_version,
-                weights_rejected=self.weights_rejected,
+                weights_versions=self.weights.version,
+                weights_rejected=self.weights.rejected,
                 env_errors=self.env_error_count,
                 episodes_dropped=self.episodes_dropped,
                 stop_reason=self.stop_reason,

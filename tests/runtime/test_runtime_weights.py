@@ -32,7 +32,7 @@ PUBLISH_EVERY = 5
 class ProbeWorker(Worker):
     def probe(self, obs: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
         q = self.policy.q_values(obs)
-        return self.weights_version, q, q.argmax(axis=-1)
+        return self.weights.version, q, q.argmax(axis=-1)
 
 
 class ProbeLearner(Learner):
