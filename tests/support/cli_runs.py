@@ -85,3 +85,10 @@ def assert_accounting(summary: dict[str, Any]) -> None:
     collected = summary["transitions_collected"]
     stored, dropped = summary["transitions_stored"], summary["transitions_dropped"]
     assert collected == stored + sum(dropped.values()), (collected, stored, dropped)
+
+
+#: For a run that shows a fault's outcome or the runtime's bookkeeping, not learning (DQN
+#: family configs): a fifth of the shipped update-to-data ratio and no online evaluation.
+#: Most of a DQN CartPole run's CPU is the learner's updates and the evaluations, and a test
+#: run shares the machine's cores with the others.
+LIGHT_LEARNING = ("algo_cfg.updates_per_step=0.1", "general_cfg.online_eval=false")
