@@ -1,20 +1,26 @@
-"""Malformed input through ``python main.py``: exit 2, one ``error:`` line, nothing started.
+"""Malformed input through ``main.py``: exit 2, one ``error:`` line, nothing started.
 
-Each case of the table is run as a user runs it (a subprocess of ``main.py``) and must end
-with exit code 2 and exactly one line on stderr, starting ``error:``, that names the key or
-value at fault (``named``) and what is allowed instead (``allowed``), with no traceback and
-no task directory created. The cases that fail during the config checks run side by side
-(each is mostly Python start-up); the few that need Ray started to know the cluster's
-resources are slow-marked.
+Each case of the table must end with exit code 2 and exactly one line on stderr, starting
+``error:``, that names the key or value at fault (``named``) and what is allowed instead
+(``allowed``), with no traceback and no task directory created. The cases that fail during
+the config checks go through ``main.main(argv)``, the command line's own entry point, in the
+test's process: each would be a second of interpreter and import start-up as a subprocess
+(and a Ray start for those refused after Ray began starting in the background), and what
+decides the outcome is the same code. They borrow the test session's Ray. The real
+``python main.py`` subprocess runs the address case (checked against the process's own Ray,
+which a borrowing run does not have) and the check that a config error is refused before
+torch or Ray is imported.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -324,6 +330,11 @@ CASES = [
         r"env_cfg\.id='CartPole-v1'.*gravity",
         r"does not take these env_cfg\.kwargs",
     ),
+]
+
+# Checked before Ray starts, against the process's own Ray: run as a subprocess (a run in
+# a process whose Ray is already up borrows that one, whatever the address).
+SUBPROCESS_CASES = [
     Case(
         "bad_ray_address",
         fixed("general_cfg.ray_address=127.0.0.1:1"),
@@ -332,7 +343,7 @@ CASES = [
     ),
 ]
 
-# Need a Ray started to know the cluster's resources: seconds each, so slow-marked.
+# Need a Ray up to know the cluster's resources.
 RAY_CASES = [
     Case(
         "learner_gpu_on_a_cpu_machine",
@@ -349,20 +360,35 @@ RAY_CASES = [
 ]
 
 
-def run_case(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+def case_argv(case: Case, root: Path) -> tuple[list[str], Path]:
     files, tasks = root / case.id / "files", root / case.id / "tasks"
     files.mkdir(parents=True)
     argv = [*case.argv(files), f"general_cfg.tasks_dir={tasks}", "general_cfg.progress=false"]
+    return argv, tasks
+
+
+def run_case(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``python main.py`` with the case's arguments, in a subprocess."""
+    argv, tasks = case_argv(case, root)
     return run_main(*argv, timeout=120), tasks
 
 
-@pytest.fixture(scope="module")
-def fast_results(tmp_path_factory):
-    """Every fast case, run side by side once (they are mostly interpreter start-up)."""
-    root = tmp_path_factory.mktemp("bad_input")
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {case.id: pool.submit(run_case, case, root) for case in CASES}
-        return {key: future.result() for key, future in futures.items()}
+def run_case_in_process(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``main.main(argv)`` with the case's arguments, its exit code and output captured; an
+    exception escaping it is written to stderr with its traceback, as the interpreter would."""
+    import main
+
+    argv, tasks = case_argv(case, root)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main.main(argv)
+        except SystemExit as exc:  # argparse's own refusals
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue()), tasks
 
 
 def check_refused(case: Case, result: subprocess.CompletedProcess[str], tasks: Path) -> None:
@@ -379,21 +405,28 @@ def check_refused(case: Case, result: subprocess.CompletedProcess[str], tasks: P
 
 def test_every_case_has_its_own_id():
     """The quick cases' outcomes are looked up by id: a repeated id would check one twice."""
-    ids = [c.id for c in CASES + RAY_CASES]
+    ids = [c.id for c in CASES + SUBPROCESS_CASES + RAY_CASES]
     assert len(set(ids)) == len(ids), sorted(i for i in ids if ids.count(i) > 1)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_refused_in_one_line(case: Case, fast_results) -> None:
-    check_refused(case, *fast_results[case.id])
+def test_bad_input_is_refused_in_one_line(case: Case, tmp_path: Path, ray_session) -> None:
+    # The session's Ray: a case refused after the config checks (a checkpoint, an env) has
+    # Ray starting in the background by then, and a run borrowing one leaves it up.
+    check_refused(case, *run_case_in_process(case, tmp_path))
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("case", SUBPROCESS_CASES, ids=[c.id for c in SUBPROCESS_CASES])
+def test_bad_input_is_refused_in_one_line_by_python_main_py(case: Case, tmp_path: Path) -> None:
+    check_refused(case, *run_case(case, tmp_path))
+
+
 @pytest.mark.parametrize("case", RAY_CASES, ids=[c.id for c in RAY_CASES])
 def test_requests_no_node_can_hold_are_refused_before_any_actor_starts(
-    case: Case, tmp_path: Path
+    case: Case, tmp_path: Path, ray_session
 ) -> None:
-    check_refused(case, *run_case(case, tmp_path))
+    """Against the session's Ray (2 CPUs, no GPU, no custom resource), which the run borrows."""
+    check_refused(case, *run_case_in_process(case, tmp_path))
 
 
 def test_a_config_error_is_refused_before_torch_or_ray_is_imported() -> None:
