@@ -31,6 +31,7 @@ import pytest
 from packaging.version import Version
 
 from joyrl_ray.ray_version import installed_ray
+from tests.support.cli_runs import LIGHT_LEARNING
 from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
 from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs
 
@@ -51,6 +52,10 @@ class TwoNodes:
             # The dashboard (for `ray job submit`) starts ~9 module processes, each given
             # 30 s to come up: too few on a loaded 2-core machine.
             RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT="180",
+            # The head checks each node's health every second (Ray's default: 3 s), so that
+            # a killed node is declared dead after its 5 failed checks in ~5 s, not ~15 s; a
+            # live node is not (each check waits up to 10 s for its answer).
+            RAY_health_check_period_ms="1000",
         )
         self.cli_env = env
         self.head = RayNode(
@@ -376,6 +381,11 @@ def _worker_on_node2(task: Path) -> int | None:
     return int(workers[0])
 
 
+def _found(task: Path, text: str) -> bool | None:
+    """True once the run's log holds ``text``."""
+    return True if text in _read(task / "logs" / "log.txt") else None
+
+
 def _env_steps_past(steps: int):
     def ready(task: Path) -> bool | None:
         rows = _read(task / "results" / "progress.csv").splitlines()
@@ -384,7 +394,17 @@ def _env_steps_past(steps: int):
     return ready
 
 
-def test_losing_the_second_node_mid_run_still_solves_cartpole(cluster, tmp_path):
+#: The node-loss run's fixed length. It learns lightly and every env step also sleeps 1 ms
+#: (the step_latency wrapper, an idle wait): a worker takes at most ~1000 steps a second, so
+#: the ~35k steps left after the kill last well past the node's death (~5 s, see TwoNodes)
+#: and the worker's restart on the head, however fast the workers could go.
+NODE_LOSS_STEPS = 40_000
+
+
+def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(cluster, tmp_path):
+    """A fixed-length run that goes on to its end: the worker that was on node 2 restarted
+    on the head, the lost node and what died with the worker counted (the fault's outcome
+    and the accounting, not learning)."""
     run = TrackedRun(
         (
             "--yaml",
@@ -396,8 +416,11 @@ def test_losing_the_second_node_mid_run_still_solves_cartpole(cluster, tmp_path)
                 "general_cfg.worker_num_cpus=0.5",  # room on the head for a restarted worker
                 "general_cfg.learner_resources={head: 1}",
                 "general_cfg.seed=1",
-                "general_cfg.reward_threshold=475",
-                "general_cfg.max_env_steps=80000",
+                "general_cfg.reward_threshold=null",
+                f"general_cfg.max_env_steps={NODE_LOSS_STEPS}",
+                *LIGHT_LEARNING,
+                "env_cfg.wrappers=[step_latency]",
+                "env_cfg.step_latency_s=0.001",
             ),
         ),
         env=cluster.driver_env(),
@@ -408,15 +431,16 @@ def test_losing_the_second_node_mid_run_still_solves_cartpole(cluster, tmp_path)
         lost = _wait_for(run, cluster, tmp_path, _worker_on_node2, "cluster line", 240)
         _wait_for(run, cluster, tmp_path, _env_steps_past(3000), "3000 env steps", 240)
         assert cluster.node2.kill() == {}
+        restart = f"worker {lost} was restarted on "
+        _wait_for(run, cluster, tmp_path, lambda t: _found(t, restart), "worker restart", 240)
         code = run.wait(timeout=600)
         assert code == 0, run.stderr[-3000:]
     finally:
         run.kill()
     (task,) = task_dirs(tmp_path)
     summary = _summary(task)
-    assert summary["stop_reason"] == "reward_threshold" and summary["solved"]
-    assert max(e["return_mean"] for e in summary["eval_history"]) >= 475
-    assert summary["env_steps"] <= 80000 + 2 * 64
+    assert summary["stop_reason"] == "max_env_steps"
+    assert summary["env_steps"] >= NODE_LOSS_STEPS
     # The worker that was on node 2 was restarted on the head, and the summary counts it.
     head, node2 = _node_ids(summary)
     assert summary["worker_restarts_by_worker"].get(str(lost), 0) >= 1

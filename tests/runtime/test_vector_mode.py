@@ -3,7 +3,10 @@ with ``sync``: the same seeded episodes, the same env errors (rebuilt, counted),
 accounting; an env subprocess killed with SIGKILL is an env error like any other.
 
 The runs are ``python main.py`` as a user starts it; the single-process runs are DQN on
-CartPole-v1 with a few thousand steps, the killed-subprocess run is on a local Ray.
+CartPole-v1 with a few thousand steps, the killed-subprocess run is on a local Ray. None of
+them is about learning: they learn lightly (a fifth of the shipped update-to-data ratio).
+The killed-subprocess run also paces its envs (every step sleeps 2 ms: the step_latency
+wrapper), so that its 30k steps last well past the kill however fast the workers could go.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli_runs import LIGHT_LEARNING
 from tests.support.procs import TrackedRun, alive, descendants, task_dirs
 from tests.support.runs import run_main
 
@@ -45,7 +49,7 @@ def single_run(tasks: Path, mode: str, *overrides: str) -> dict[str, Any]:
         "general_cfg.seed=1",
         "general_cfg.n_envs_per_worker=4",
         f"general_cfg.max_env_steps={STEPS}",
-        "general_cfg.online_eval=false",
+        *LIGHT_LEARNING,
         "general_cfg.progress=false",
         "general_cfg.save_fig=false",
         f"general_cfg.tasks_dir={tasks}",
@@ -90,7 +94,11 @@ def test_async_env_subprocess_killed_with_sigkill_is_rebuilt_and_counted(
             "general_cfg.n_envs_per_worker=2",
             "general_cfg.seed=1",
             "general_cfg.max_env_steps=30000",
-            "general_cfg.online_eval=false",
+            *LIGHT_LEARNING,
+            # At most 500 steps a second per env (4 envs, stepping side by side): the run
+            # lasts at least 15 s of stepping, most of it after the kill below.
+            "env_cfg.wrappers=[step_latency]",
+            "env_cfg.step_latency_s=0.002",
             "general_cfg.progress=false",
             "general_cfg.save_fig=false",
             "general_cfg.ray_num_cpus=2",
