@@ -11,8 +11,9 @@ accounting, not learning. Several of those learn lightly (``LIGHT_LEARNING``: a 
 shipped updates, no online evaluation); those whose fault takes seconds to play out (a
 process restarted) also pace their envs (``PACED``: every CartPole-v1 step sleeps 1 ms), so
 that the fault comes well before the fixed budget ends however fast the workers could go.
-One still runs to the solve (evaluation >= 475 within 80k env steps): the command printed
-when the coordinator is killed must resume to a run that learns. Each run is its own test,
+Two still run to the solve (evaluation >= 475 within 80k env steps): a replay shard killed
+and restarted empty must leave a run that learns, and the command printed when the
+coordinator is killed must resume to a run that learns. Each run is its own test,
 with its own time limit; every process it started is killed when the test ends.
 """
 
@@ -257,29 +258,26 @@ def test_killed_coordinator_stops_cleanly_and_the_printed_command_resumes_and_so
 
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
-def test_killed_replay_shard_is_restarted_empty_counted_and_the_run_goes_on_to_its_end(
+def test_killed_replay_shard_is_restarted_empty_counted_and_the_run_still_solves(
     tmp_path: Path,
 ) -> None:
-    run = start(tmp_path, *PACED, "general_cfg.n_replay_shards=2")
+    run = start(tmp_path, *TO_SOLVE, "general_cfg.n_replay_shards=2")
     try:
         shards = wait_for(
             run, "two replay shards", lambda: two(role_pids(run, "ray::DataServer")), 120
         )
         task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
-        wait_for(run, "4000 env steps", lambda: env_steps(tmp_path) >= 4000, 180)
+        wait_for(run, "checkpoint 2000", lambda: (task / "models" / "2000.pt").is_file(), 180)
         kill(min(shards))
         # Ray restarts it (empty): a new process, its workers go on pushing into it.
         wait_for(run, "a restarted shard", lambda: role_pids(run, "ray::DataServer") - shards, 120)
         assert finish(run, RUN_TIMEOUT_S) == 0, run.stderr[-3000:]
         summary = summary_of(task)
-        assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= FIXED_STEPS
-        assert summary["learner_restarts"] == 0
+        assert_solved(summary, SOLVED, SOLVE_BUDGET)
         assert_accounting(summary)
-        # What the killed shard held (one worker's rows up to the kill) is counted as lost,
-        # and the restarted shard stored that worker's rows after it.
+        # What the killed shard held (one worker's rows up to the kill) is counted as lost.
         lost = summary["transitions_dropped"].get("lost_with_shard", 0)
         assert lost >= 1000, summary["transitions_dropped"]
-        assert all(shard["stored"] > 0 for shard in summary["replay_shards"])
     finally:
         run.kill()
 

@@ -52,10 +52,6 @@ class TwoNodes:
             # The dashboard (for `ray job submit`) starts ~9 module processes, each given
             # 30 s to come up: too few on a loaded 2-core machine.
             RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT="180",
-            # The head checks each node's health every second (Ray's default: 3 s), so that
-            # a killed node is declared dead after its 5 failed checks in ~5 s, not ~15 s; a
-            # live node is not (each check waits up to 10 s for its answer).
-            RAY_health_check_period_ms="1000",
         )
         self.cli_env = env
         self.head = RayNode(
@@ -396,7 +392,7 @@ def _env_steps_past(steps: int):
 
 #: The node-loss run's fixed length. It learns lightly and every env step also sleeps 1 ms
 #: (the step_latency wrapper, an idle wait): a worker takes at most ~1000 steps a second, so
-#: the ~35k steps left after the kill last well past the node's death (~5 s, see TwoNodes)
+#: the ~35k steps left after the kill last well past the node's death (~15 s)
 #: and the worker's restart on the head, however fast the workers could go.
 NODE_LOSS_STEPS = 40_000
 
