@@ -17,18 +17,21 @@ Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters, benchmarks/
 - ``cartpole_ppo``: configs/cartpole_ppo.yaml vs PPO, DummyVecEnv(8) (RL Zoo's n_envs 8).
 - ``cartpole_dqn``: configs/cartpole_dqn.yaml vs DQN, one env.
 - ``slow_cartpole_ppo``: CartPole with 2 ms per step and reset (``step_latency``):
-  configs/slow_cartpole_ppo.yaml (2 workers x 4 async envs) vs PPO with SubprocVecEnv(8);
-  SB3 evaluates on the slow env too (its ``EvalCallback`` stops training while it
-  evaluates; ours evaluates beside learning), and once more on plain CartPole, its best
-  case (``sb3_plain_eval_s``).
+  configs/slow_cartpole_ppo_single.yaml (one process, 1 worker x 8 async envs: the
+  quickest on one machine) vs PPO with SubprocVecEnv(8); SB3 evaluates on the slow env too
+  (its ``EvalCallback`` stops training while it evaluates), and once more on plain
+  CartPole, its best case (``sb3_plain_eval_s``). The same seeds also run
+  configs/slow_cartpole_ppo.yaml, the Ray layout (2 workers x 4 async envs, evaluating
+  beside learning): ``ours_ray_s`` and its ratios.
 - ``lunarlander_dqn`` / ``lunarlander_ppo`` (``--long``): configs/lunarlander_*.yaml vs RL
   Zoo's LunarLander settings, to 200.
 
 A side that does not solve within its budget counts as null. Before the cases, one line
 measures ``env_cfg.vector_mode``: 1 worker's vector env of 8 envs of the 2 ms env, async vs
 sync, env steps per second with the policy's forward each step. The last line is one JSON
-object: ``{"<case>": {"ours_s": [..], "sb3_s": [..], "ratio_median": x}, "vector_mode":
-{...}}`` (ratio: ours / SB3, medians over the seeds that solved on both sides).
+object: ``{"<case>": {"ours_config": "<yaml>", "ours_s": [..], "sb3_s": [..],
+"ratio_median": x}, "vector_mode": {...}}`` (ratio: ours / SB3, medians over the seeds that
+solved on both sides).
 """
 
 from __future__ import annotations
@@ -57,7 +60,12 @@ RUN_TIMEOUT_S = 1800
 CASES: dict[str, dict[str, Any]] = {
     "cartpole_ppo": {"ours": "cartpole_ppo", "sb3": "ppo_cartpole", "slow": False},
     "cartpole_dqn": {"ours": "cartpole_dqn", "sb3": "dqn_cartpole", "slow": False},
-    "slow_cartpole_ppo": {"ours": "slow_cartpole_ppo", "sb3": "ppo_cartpole", "slow": True},
+    "slow_cartpole_ppo": {
+        "ours": "slow_cartpole_ppo_single",
+        "ours_ray": "slow_cartpole_ppo",
+        "sb3": "ppo_cartpole",
+        "slow": True,
+    },
 }
 LONG_CASES: dict[str, dict[str, Any]] = {
     "lunarlander_dqn": {"ours": "lunarlander_dqn", "sb3": "dqn_lunarlander", "slow": False},
@@ -155,9 +163,10 @@ def timed(argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     return time.time() - t0, done
 
 
-def ours_once(case: str, seed: int, tasks: Path) -> float | None:
-    """Whole-process seconds of ``main.py`` to the threshold; None if it did not solve."""
-    config = (LONG_CASES | CASES)[case]["ours"]
+def ours_once(case: str, seed: int, tasks: Path, side: str = "ours") -> float | None:
+    """Whole-process seconds of ``main.py`` to the threshold; None if it did not solve.
+    ``side``: the case's config to run ("ours", or "ours_ray" where the case has one)."""
+    config = (LONG_CASES | CASES)[case][side]
     seconds, done = timed(
         [
             sys.executable,
@@ -273,15 +282,22 @@ def main() -> None:
             ours: list[float | None] = []
             peer: list[float | None] = []
             plain: list[float | None] = []
+            ours_ray: list[float | None] = []
             for seed in args.seeds:
                 ours.append(ours_once(case, seed, Path(tmp) / f"{case}_{seed}"))
+                line = f"{case} seed {seed}: ours {ours[-1]} s"
+                if "ours_ray" in cases[case]:
+                    tasks = Path(tmp) / f"{case}_ray_{seed}"
+                    ours_ray.append(ours_once(case, seed, tasks, side="ours_ray"))
+                    line += f", ours on Ray {ours_ray[-1]} s"
                 peer.append(sb3_once(case, seed))
-                line = f"{case} seed {seed}: ours {ours[-1]} s, sb3 {peer[-1]} s"
+                line += f", sb3 {peer[-1]} s"
                 if cases[case]["slow"]:
                     plain.append(sb3_once(case, seed, slow_eval=False))
                     line += f", sb3 evaluating on plain CartPole {plain[-1]} s"
                 print(line, flush=True)
             results[case] = {
+                "ours_config": cases[case]["ours"],
                 "ours_s": ours,
                 "sb3_s": peer,
                 "ratio_median": ratio_median(ours, peer),
@@ -289,6 +305,12 @@ def main() -> None:
             if plain:
                 results[case]["sb3_plain_eval_s"] = plain
                 results[case]["ratio_median_plain_eval"] = ratio_median(ours, plain)
+            if ours_ray:
+                results[case]["ours_ray_config"] = cases[case]["ours_ray"]
+                results[case]["ours_ray_s"] = ours_ray
+                results[case]["ratio_median_ray"] = ratio_median(ours_ray, peer)
+                if plain:
+                    results[case]["ratio_median_ray_plain_eval"] = ratio_median(ours_ray, plain)
     results["vector_mode"] = vector
     print(json.dumps(results))
 

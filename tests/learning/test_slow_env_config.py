@@ -1,6 +1,7 @@
-"""The shipped latency-bound example, ``configs/slow_cartpole_ppo.yaml`` (CartPole with 2 ms
-per step, 2 workers x 4 async envs, async evaluation), solves on a local Ray within its
-budget, and its workers and evaluator step their envs in subprocesses."""
+"""The shipped latency-bound examples (CartPole with 2 ms per step, async envs, async
+evaluation) solve within their budget, with their envs stepped in subprocesses:
+``configs/slow_cartpole_ppo.yaml`` on a local Ray (2 workers x 4 async envs) and
+``configs/slow_cartpole_ppo_single.yaml`` in one process (1 worker x 8 async envs)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,15 @@ RUN_TIMEOUT_S = 540  # it takes a minute or two here; past this it hangs
 
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
-def test_slow_cartpole_ppo_with_async_envs_solves_within_100k_env_steps(tmp_path: Path) -> None:
-    summary = train(tmp_path, "slow_cartpole_ppo", (), 475.0, RUN_TIMEOUT_S)
+@pytest.mark.parametrize(
+    ("config", "backend"),
+    [("slow_cartpole_ppo", "ray"), ("slow_cartpole_ppo_single", "single")],
+)
+def test_slow_cartpole_ppo_with_async_envs_solves_within_100k_env_steps(
+    tmp_path: Path, config: str, backend: str
+) -> None:
+    summary = train(tmp_path, config, (), 475.0, RUN_TIMEOUT_S)
+    assert summary["backend"] == backend
     assert_solved(summary, 475.0)
     assert summary["env_steps"] <= 100_000
     assert summary["env_errors"] == 0
