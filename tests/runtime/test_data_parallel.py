@@ -263,7 +263,9 @@ DQN_RUN = (
     "algo_cfg.learn_start=200",
     "algo_cfg.updates_per_step=0.5",
 )
-TWO_LEARNERS = ("general_cfg.n_learners=2", "general_cfg.n_workers=2")
+#: One worker feeds the off-policy runs (the learners split the sampled batches, not the
+#: workers' data); the PPO runs have two, whose rollouts the learners split by env column.
+TWO_LEARNERS = ("general_cfg.n_learners=2",)
 #: algo -> (overrides, least number of gradient steps the run takes)
 DIGEST_CASES = {
     "DQN": ((*DQN_RUN, "general_cfg.max_env_steps=600"), 200),
@@ -285,6 +287,7 @@ DIGEST_CASES = {
     "PPO": (
         (
             "general_cfg.algo_name=PPO",
+            "general_cfg.n_workers=2",
             "general_cfg.n_envs_per_worker=2",
             "general_cfg.max_env_steps=1500",
             "algo_cfg.rollout_len=64",
@@ -342,7 +345,6 @@ def test_two_ppo_learners_with_several_minibatches_stop_early_on_target_kl_toget
         "algo_cfg.n_epochs=10",
         "algo_cfg.target_kl=0.002",
         "general_cfg.n_learners=2",
-        "general_cfg.n_workers=2",
     )
     learners = summary["learners"]
     assert {s["updates"] for s in learners} == {summary["updates"]} and summary["updates"] > 0
@@ -378,7 +380,6 @@ def resume(tasks: Path, source: Path, n_learners: int, max_env_steps: int) -> di
         tasks,
         *DQN_RUN,
         f"general_cfg.n_learners={n_learners}",
-        "general_cfg.n_workers=2",
         f"general_cfg.max_env_steps={max_env_steps}",
         "general_cfg.load_checkpoint=true",
         f"general_cfg.load_path={source}",
