@@ -245,7 +245,8 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
 
 # ----- real runs (the runner, as main.py calls it, on the session's Ray) -----
 
-#: Per run: a test that runs one, or reads the module's run and runs one, has this each.
+#: Seconds for a run: a test's timeout is this for each run it may wait for (the module's
+#: run included).
 RUN_TIMEOUT_S = 300
 
 RUN_OVERRIDES = (
