@@ -1,4 +1,4 @@
-"""Whole runs of the asynchronous rollout flow (APPO), through the real CLI.
+"""Whole runs of the asynchronous rollout flow (APPO), through main.py or the runner it calls.
 
 On Ray, a learner slowed on purpose falls behind workers that never wait for it: the queue
 fills to its capacity and no further, the workers wait for room, and the rollouts that
@@ -9,20 +9,45 @@ the flow runs in turns, so a seeded run is reproducible.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from tests.support.cli_runs import assert_accounting, train
+import pytest
+
+from joyrl_ray.runner import run
+from tests.support.cli_runs import assert_accounting, config_path
+from tests.support.cli_runs import train as train_cli
+from tests.support.procs import task_dirs
+from tests.support.runs import make_cfg
 
 RUN_TIMEOUT_S = 300
 CAPACITY = 6
 
 
+def train_on_session_ray(tasks: Path, overrides: tuple[str, ...]) -> dict:
+    """One seeded ``cartpole_appo`` run to its step budget through the runner, as main.py
+    calls it, with this process as its driver, on the session's Ray; its summary.json."""
+    tasks.mkdir(parents=True, exist_ok=True)
+    cfg = make_cfg(
+        tasks,
+        "general_cfg.seed=1",
+        "general_cfg.save_fig=false",
+        "general_cfg.reward_threshold=null",
+        *overrides,
+        yaml_path=config_path("cartpole_appo"),
+    )
+    result = run(cfg)
+    assert result.exit_code == 0, result.summary
+    (task,) = task_dirs(tasks)
+    return json.loads((task / "results" / "summary.json").read_text())
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_a_slow_learner_drops_rollouts_past_the_policy_lag_and_counts_them(
-    tmp_path: Path,
+    ray_session, tmp_path: Path
 ) -> None:
-    summary = train(
+    summary = train_on_session_ray(
         tmp_path,
-        "cartpole_appo",
         (
             "general_cfg.algo_name=tests.support.slow_algos:SLOW_APPO",
             "general_cfg.mp_backend=ray",
@@ -38,8 +63,6 @@ def test_a_slow_learner_drops_rollouts_past_the_policy_lag_and_counts_them(
             "algo_cfg.max_policy_lag=1",
             f"algo_cfg.rollout_queue_capacity={CAPACITY}",
         ),
-        None,
-        RUN_TIMEOUT_S,
     )
     assert summary["stop_reason"] == "max_env_steps"
     dropped = summary["transitions_dropped"]
@@ -59,8 +82,9 @@ def test_a_seeded_appo_run_on_the_single_backend_is_reproducible(tmp_path: Path)
         "general_cfg.model_save_fre=2",
         "algo_cfg.rollout_len=64",
     )
+    # Each run its own process, as a user reruns main.py.
     first, second = (
-        train(tmp_path / name, "cartpole_appo", overrides, None, RUN_TIMEOUT_S)
+        train_cli(tmp_path / name, "cartpole_appo", overrides, None, RUN_TIMEOUT_S)
         for name in ("first", "second")
     )
     assert first["updates"] == second["updates"] >= 6

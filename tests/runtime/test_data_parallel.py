@@ -36,7 +36,8 @@ from algos.parallel import DataParallel
 from envs.probe import probe_env
 from joyrl_ray.config import RunConfig
 from joyrl_ray.distributed import ProcessGroup
-from tests.support.runs import make_cfg, run_main
+from joyrl_ray.runner import run
+from tests.support.runs import make_cfg
 
 # The rank actor below travels to Ray by value, not by module name.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -64,24 +65,27 @@ def params(policy) -> list[np.ndarray]:
 
 
 class RankLearner:
-    """One rank of a 2-learner group: builds the policy, joins the group, learns its share."""
+    """One rank of a 2-learner group: builds the policy, joins the group, learns its share.
 
-    def __init__(self, cfg: RunConfig) -> None:
+    The same two rank actors serve every case below: each call builds its policy afresh,
+    seeded as a learner seeds it, and leaves the group again at its end."""
+
+    def __init__(self) -> None:
         torch.set_num_threads(1)
-        self.policy = build_policy(cfg)
 
     def address(self) -> tuple[str, int]:
         return ProcessGroup.address_here()
 
     def learn(
-        self, address: tuple[str, int], rank: int, world: int, batches: list[dict]
+        self, cfg: RunConfig, address: tuple[str, int], rank: int, world: int, batches: list[dict]
     ) -> tuple[list[np.ndarray], float]:
+        policy = build_policy(cfg)
         group = ProcessGroup.join(*address, rank=rank, world_size=world, device=torch.device("cpu"))
         try:
-            self.policy.join(DataParallel(rank, world))
+            policy.join(DataParallel(rank, world))
             for batch in batches:
-                self.policy.learn(batch)
-            return params(self.policy), self.policy.parallel.sync_s
+                policy.learn(batch)
+            return params(policy), policy.parallel.sync_s
         finally:
             group.leave()
 
@@ -172,9 +176,38 @@ EXACT_CASES = {
 }
 
 
+class RankPair:
+    """Two rank actors (real Ray actors, each its own process) shared by the cases below; a
+    case that fails replaces them, so that no rank it left mid-call serves the next one."""
+
+    def __init__(self, ray) -> None:
+        self.ray = ray
+        self.ranks: list = []
+        self.renew()
+
+    def renew(self) -> None:
+        self.close()
+        actor_cls = self.ray.remote(RankLearner).options(num_cpus=0)
+        self.ranks = [actor_cls.remote() for _ in range(2)]
+
+    def close(self) -> None:
+        for rank in self.ranks:
+            self.ray.kill(rank)
+        self.ranks = []
+
+
+@pytest.fixture(scope="module")
+def rank_pair(ray_session):
+    pair = RankPair(ray_session)
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
 @pytest.mark.parametrize("algo", list(EXACT_CASES))
 def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
-    ray_session, tmp_path, algo: str
+    ray_session, rank_pair, tmp_path, algo: str
 ) -> None:
     ray = ray_session
     overrides, on_policy = EXACT_CASES[algo]
@@ -188,19 +221,18 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
         reference.learn(batch)
     expected = params(reference)
 
-    actor_cls = ray.remote(RankLearner).options(num_cpus=0)
-    ranks = [actor_cls.remote(cfg) for _ in range(2)]
+    ranks = rank_pair.ranks
     try:
         address = ray.get(ranks[0].address.remote(), timeout=60)
         shares = [halves(b, axis=1 if on_policy else 0) for b in batches]
         calls = [
-            rank.learn.remote(address, r, 2, [share[r] for share in shares])
+            rank.learn.remote(cfg, address, r, 2, [share[r] for share in shares])
             for r, rank in enumerate(ranks)
         ]
         (got0, sync0), (got1, sync1) = ray.get(calls, timeout=120)
-    finally:
-        for rank in ranks:
-            ray.kill(rank)
+    except BaseException:
+        rank_pair.renew()
+        raise
     assert sync0 > 0 and sync1 > 0  # the gradients really went through the group
     assert any(not np.array_equal(a, b) for a, b in zip(start, expected, strict=True))
     for i, (a, b) in enumerate(zip(got0, got1, strict=True)):
@@ -211,7 +243,11 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
         )
 
 
-# ----- real runs (main.py on a local Ray) -----
+# ----- real runs (the runner, as main.py calls it, on the session's Ray) -----
+
+#: Seconds for a run: a test's timeout is this for each run it may wait for (the module's
+#: run included).
+RUN_TIMEOUT_S = 300
 
 RUN_OVERRIDES = (
     "general_cfg.mp_backend=ray",
@@ -228,7 +264,9 @@ DQN_RUN = (
     "algo_cfg.learn_start=200",
     "algo_cfg.updates_per_step=0.5",
 )
-TWO_LEARNERS = ("general_cfg.n_learners=2", "general_cfg.n_workers=2")
+#: One worker feeds the off-policy runs (the learners split the sampled batches, not the
+#: workers' data); the PPO runs have two, whose rollouts the learners split by env column.
+TWO_LEARNERS = ("general_cfg.n_learners=2",)
 #: algo -> (overrides, least number of gradient steps the run takes)
 DIGEST_CASES = {
     "DQN": ((*DQN_RUN, "general_cfg.max_env_steps=600"), 200),
@@ -250,6 +288,7 @@ DIGEST_CASES = {
     "PPO": (
         (
             "general_cfg.algo_name=PPO",
+            "general_cfg.n_workers=2",
             "general_cfg.n_envs_per_worker=2",
             "general_cfg.max_env_steps=1500",
             "algo_cfg.rollout_len=64",
@@ -259,16 +298,19 @@ DIGEST_CASES = {
 }
 
 
-def train(tasks: Path, *overrides: str, mode_args: tuple[str, ...] = ()) -> tuple[dict, Path]:
-    """``python main.py`` with ``overrides``; exit 0 expected; (summary.json, task dir)."""
+def train(tasks: Path, *overrides: str) -> tuple[dict, Path]:
+    """A training run with ``overrides`` on the session's Ray (real actors, as main.py runs
+    them, without starting a Ray of its own); exit 0 expected; (summary.json, task dir)."""
     before = set(tasks.glob("*"))
-    done = run_main(*RUN_OVERRIDES, f"general_cfg.tasks_dir={tasks}", *overrides, timeout=300)
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
+    result = run(make_cfg(tasks, *RUN_OVERRIDES, *overrides))
+    assert result.exit_code == 0, f"exit {result.exit_code}\n{result.summary}"
     (task,) = set(tasks.glob("*")) - before
+    assert task == result.task_dir
     return json.loads((task / "results" / "summary.json").read_text()), task
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2 * RUN_TIMEOUT_S)
 @pytest.mark.parametrize("algo", sorted(DIGEST_CASES))
 def test_ranks_hold_identical_parameters_after_a_real_run(
     two_learner_run, tmp_path, algo: str
@@ -288,8 +330,9 @@ def test_ranks_hold_identical_parameters_after_a_real_run(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_two_ppo_learners_with_several_minibatches_stop_early_on_target_kl_together(
-    tmp_path,
+    ray_session, tmp_path
 ) -> None:
     """The KL early stop is decided on the KL averaged over the learners: both stop after
     the same minibatch, so they take the same steps and end with the same parameters."""
@@ -303,7 +346,6 @@ def test_two_ppo_learners_with_several_minibatches_stop_early_on_target_kl_toget
         "algo_cfg.n_epochs=10",
         "algo_cfg.target_kl=0.002",
         "general_cfg.n_learners=2",
-        "general_cfg.n_workers=2",
     )
     learners = summary["learners"]
     assert {s["updates"] for s in learners} == {summary["updates"]} and summary["updates"] > 0
@@ -339,7 +381,6 @@ def resume(tasks: Path, source: Path, n_learners: int, max_env_steps: int) -> di
         tasks,
         *DQN_RUN,
         f"general_cfg.n_learners={n_learners}",
-        "general_cfg.n_workers=2",
         f"general_cfg.max_env_steps={max_env_steps}",
         "general_cfg.load_checkpoint=true",
         f"general_cfg.load_path={source}",
@@ -352,12 +393,13 @@ def resume(tasks: Path, source: Path, n_learners: int, max_env_steps: int) -> di
 
 
 @pytest.fixture(scope="module")
-def two_learner_run(tmp_path_factory) -> tuple[dict, Path]:
+def two_learner_run(ray_session, tmp_path_factory) -> tuple[dict, Path]:
     tasks = tmp_path_factory.mktemp("two_learners")
     return train(tasks, *DIGEST_CASES["DQN"][0], *TWO_LEARNERS)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_two_learner_checkpoint_holds_the_parameters_both_ranks_ended_with(
     two_learner_run, tmp_path
 ) -> None:
@@ -370,6 +412,7 @@ def test_two_learner_checkpoint_holds_the_parameters_both_ranks_ended_with(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2 * RUN_TIMEOUT_S)
 def test_two_learner_checkpoint_resumes_with_one_learner(two_learner_run, tmp_path) -> None:
     first, source = two_learner_run
     second = resume(tmp_path, source, n_learners=1, max_env_steps=1000)
@@ -377,20 +420,22 @@ def test_two_learner_checkpoint_resumes_with_one_learner(two_learner_run, tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2 * RUN_TIMEOUT_S)
 def test_two_learner_checkpoint_tests_with_one_learner(two_learner_run, tmp_path) -> None:
     _, source = two_learner_run
-    done = run_main(
-        *RUN_OVERRIDES,
-        *DQN_RUN,
-        f"general_cfg.tasks_dir={tmp_path}",
-        "general_cfg.mode=test",
-        "general_cfg.n_learners=1",
-        "general_cfg.max_episode=3",
-        "general_cfg.load_model_step=last",
-        f"general_cfg.load_path={source}",
-        timeout=300,
+    done = run(
+        make_cfg(
+            tmp_path,
+            *RUN_OVERRIDES,
+            *DQN_RUN,
+            "general_cfg.mode=test",
+            "general_cfg.n_learners=1",
+            "general_cfg.max_episode=3",
+            "general_cfg.load_model_step=last",
+            f"general_cfg.load_path={source}",
+        )
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.summary
     (path,) = tmp_path.glob("*/results/summary.json")
     tested = json.loads(path.read_text())
     assert tested["mode"] == "test" and tested["episodes"] == 3
@@ -398,7 +443,8 @@ def test_two_learner_checkpoint_tests_with_one_learner(two_learner_run, tmp_path
 
 
 @pytest.mark.slow
-def test_one_learner_checkpoint_resumes_with_two_learners(tmp_path) -> None:
+@pytest.mark.timeout(2 * RUN_TIMEOUT_S)
+def test_one_learner_checkpoint_resumes_with_two_learners(ray_session, tmp_path) -> None:
     first, source = train(tmp_path, *DQN_RUN, "general_cfg.max_env_steps=600")
     assert first["n_learners"] == 1
     second = resume(tmp_path, source, n_learners=2, max_env_steps=1000)

@@ -9,23 +9,29 @@ from __future__ import annotations
 
 import json
 
-from tests.support.runs import ROOT, run_main
+import pytest
+
+from joyrl_ray.runner import run
+from tests.support.runs import ROOT, make_cfg
 
 
-def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(tmp_path) -> None:
-    done = run_main(
-        "--yaml",
-        str(ROOT / "configs" / "cartpole_ppo.yaml"),
-        "env_cfg.id=tests.support.faulty_envs:EvalBrokenEnv",
-        "general_cfg.seed=1",
-        "general_cfg.max_env_steps=6144",  # 5 updates or more
-        "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update
-        "general_cfg.reward_threshold=null",
-        "general_cfg.save_fig=false",
-        "general_cfg.progress=false",
-        f"general_cfg.tasks_dir={tmp_path}",
+@pytest.mark.timeout(600)
+def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(ray_session, tmp_path) -> None:
+    # The runner as main.py calls it, on the session's Ray: this process is the driver, so
+    # the evaluator is a thread of this process here.
+    done = run(
+        make_cfg(
+            tmp_path,
+            "env_cfg.id=tests.support.faulty_envs:EvalBrokenEnv",
+            "general_cfg.seed=1",
+            "general_cfg.max_env_steps=6144",  # 5 updates or more
+            "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update
+            "general_cfg.reward_threshold=null",
+            "general_cfg.save_fig=false",
+            yaml_path=str(ROOT / "configs" / "cartpole_ppo.yaml"),
+        )
     )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
+    assert done.exit_code == 0, done.summary
     (task,) = tmp_path.iterdir()
     summary = json.loads((task / "results" / "summary.json").read_text())
     assert summary["stop_reason"] == "max_env_steps" and summary["updates"] >= 5

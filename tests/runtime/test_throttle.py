@@ -18,8 +18,9 @@ import csv
 import pytest
 
 from joyrl_ray.learner import MAX_UPDATES_PER_ROUND, REPORT_EVERY_S
-from tests.support.cli_runs import run_to_end
+from joyrl_ray.runner import run
 from tests.support.procs import task_dirs
+from tests.support.runs import make_cfg
 
 RATIO = 1.0
 LEARN_START = 200
@@ -30,9 +31,14 @@ MAX_ENV_STEPS = 2000  # without a throttle, ~1700 steps ahead
 
 
 @pytest.mark.slow
-def test_a_slow_learner_holds_the_workers_back_by_the_lag_tolerance_asked_for(tmp_path):
-    run, code = run_to_end(
-        (
+@pytest.mark.timeout(300)
+def test_a_slow_learner_holds_the_workers_back_by_the_lag_tolerance_asked_for(
+    ray_session, tmp_path
+):
+    # The runner as main.py calls it, on the session's Ray: real actors, this process drives.
+    result = run(
+        make_cfg(
+            tmp_path,
             "general_cfg.mp_backend=ray",
             "general_cfg.algo_name=tests.support.slow_algos:SLOW_DQN",
             f"algo_cfg.learn_sleep_s={SLEEP_S}",
@@ -47,13 +53,9 @@ def test_a_slow_learner_holds_the_workers_back_by_the_lag_tolerance_asked_for(tm
             f"general_cfg.max_env_steps={MAX_ENV_STEPS}",
             "general_cfg.online_eval=false",
             "general_cfg.seed=2",
-            "general_cfg.progress=false",
-            f"general_cfg.tasks_dir={tmp_path}",
-        ),
-        tmp_path,
-        timeout=300,
+        )
     )
-    assert code == 0, run.stderr[-3000:]
+    assert result.exit_code == 0, result.summary
     (task,) = task_dirs(tmp_path)
     with (task / "results" / "progress.csv").open() as f:
         rows = [{k: float(v) for k, v in r.items() if k != "limit"} for r in csv.DictReader(f)]
