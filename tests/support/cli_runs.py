@@ -32,6 +32,18 @@ def run_to_end(args: Iterable[str], tasks: Path, timeout: float) -> tuple[Tracke
         run.kill()
 
 
+def _train_overrides(tasks: Path, threshold: float | None, overrides: Iterable[str]) -> list[str]:
+    """Seed 1, quiet, no figures, one task directory under ``tasks``, stop at ``threshold``."""
+    return [
+        "general_cfg.seed=1",
+        f"general_cfg.tasks_dir={tasks}",
+        "general_cfg.progress=false",
+        "general_cfg.save_fig=false",
+        f"general_cfg.reward_threshold={'null' if threshold is None else threshold}",
+        *overrides,
+    ]
+
+
 def train(
     tasks: Path,
     config: str,
@@ -39,22 +51,29 @@ def train(
     threshold: float | None,
     timeout: float,
 ) -> dict[str, Any]:
-    """One run to ``threshold`` (None: its whole budget); returns its summary.json."""
-    run, code = run_to_end(
-        (
-            "--yaml",
-            config_path(config),
-            "general_cfg.seed=1",
-            f"general_cfg.tasks_dir={tasks}",
-            "general_cfg.progress=false",
-            "general_cfg.save_fig=false",
-            f"general_cfg.reward_threshold={'null' if threshold is None else threshold}",
-            *overrides,
-        ),
-        tasks,
-        timeout,
-    )
+    """One run of ``python main.py`` to ``threshold`` (None: its whole budget); returns its
+    summary.json."""
+    args = ("--yaml", config_path(config), *_train_overrides(tasks, threshold, overrides))
+    run, code = run_to_end(args, tasks, timeout)
     assert code == 0, f"exit {code}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    (task,) = task_dirs(tasks)
+    return summary_of(task)
+
+
+def train_in_process(
+    tasks: Path, config: str, overrides: Iterable[str], threshold: float | None
+) -> dict[str, Any]:
+    """The same run through the runner, as ``main.py`` calls it, in the test's process: on
+    the test session's Ray (``ray_session``, which the run borrows: its actors are real Ray
+    actors) or in this process (``mp_backend=single``). It skips the interpreter's start,
+    the imports and a Ray start of its own: seconds of CPU a run, on a machine whose cores
+    the other tests share. The test's own timeout bounds it."""
+    from joyrl_ray.config import RunConfig, load_config
+    from joyrl_ray.runner import run
+
+    cfg = load_config(config_path(config), _train_overrides(tasks, threshold, overrides))
+    result = run(RunConfig.from_omegaconf(cfg))
+    assert result.exit_code == 0, f"exit {result.exit_code}: {result.summary.get('error')}"
     (task,) = task_dirs(tasks)
     return summary_of(task)
 
