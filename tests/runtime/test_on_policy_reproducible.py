@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from joyrl_ray.runner import run
-from tests.support.runs import ROOT, make_cfg
+from tests.support.runs import ROOT, run_main
 
-PPO_YAML = str(ROOT / "configs" / "cartpole_ppo.yaml")
 PPO_RUN = (
+    "--yaml",
+    str(ROOT / "configs" / "cartpole_ppo.yaml"),
     "general_cfg.seed=1",
     "general_cfg.n_workers=2",
     "general_cfg.n_envs_per_worker=4",
@@ -27,23 +27,19 @@ PPO_RUN = (
     "general_cfg.reward_threshold=null",
     "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update
     "general_cfg.save_fig=false",
+    "general_cfg.progress=false",
 )
 
 
 def final_summary(tasks: Path, backend: str) -> dict:
-    """The run through the runner main.py calls, driven from this process (on Ray: on the
-    session's Ray, with real actors)."""
-    done = run(make_cfg(tasks, *PPO_RUN, f"general_cfg.mp_backend={backend}", yaml_path=PPO_YAML))
-    assert done.exit_code == 0, done.summary
+    done = run_main(*PPO_RUN, f"general_cfg.mp_backend={backend}", f"general_cfg.tasks_dir={tasks}")
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
     (task,) = tasks.iterdir()
     return json.loads((task / "results" / "summary.json").read_text())
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(
-    ray_session, tmp_path
-) -> None:
+def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(tmp_path) -> None:
     single = final_summary(tmp_path / "single", "single")
     ray = final_summary(tmp_path / "ray", "ray")
     assert single["updates"] == ray["updates"] >= 6, (single["updates"], ray["updates"])
