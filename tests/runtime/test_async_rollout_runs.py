@@ -9,45 +9,24 @@ the flow runs in turns, so a seeded run is reproducible.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from joyrl_ray.runner import run
-from tests.support.cli_runs import assert_accounting, config_path
+from tests.support.cli_runs import assert_accounting, train_in_process
 from tests.support.cli_runs import train as train_cli
-from tests.support.procs import task_dirs
-from tests.support.runs import make_cfg
 
 RUN_TIMEOUT_S = 300
 CAPACITY = 6
-
-
-def train_on_session_ray(tasks: Path, overrides: tuple[str, ...]) -> dict:
-    """One seeded ``cartpole_appo`` run to its step budget through the runner, as main.py
-    calls it, with this process as its driver, on the session's Ray; its summary.json."""
-    tasks.mkdir(parents=True, exist_ok=True)
-    cfg = make_cfg(
-        tasks,
-        "general_cfg.seed=1",
-        "general_cfg.save_fig=false",
-        "general_cfg.reward_threshold=null",
-        *overrides,
-        yaml_path=config_path("cartpole_appo"),
-    )
-    result = run(cfg)
-    assert result.exit_code == 0, result.summary
-    (task,) = task_dirs(tasks)
-    return json.loads((task / "results" / "summary.json").read_text())
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_a_slow_learner_drops_rollouts_past_the_policy_lag_and_counts_them(
     ray_session, tmp_path: Path
 ) -> None:
-    summary = train_on_session_ray(
+    summary = train_in_process(
         tmp_path,
+        "cartpole_appo",
         (
             "general_cfg.algo_name=tests.support.slow_algos:SLOW_APPO",
             "general_cfg.mp_backend=ray",
@@ -63,6 +42,7 @@ def test_a_slow_learner_drops_rollouts_past_the_policy_lag_and_counts_them(
             "algo_cfg.max_policy_lag=1",
             f"algo_cfg.rollout_queue_capacity={CAPACITY}",
         ),
+        None,
     )
     assert summary["stop_reason"] == "max_env_steps"
     dropped = summary["transitions_dropped"]
