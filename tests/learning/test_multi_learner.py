@@ -3,9 +3,8 @@
 Why: the equivalence tests show that two learners take the steps one learner would on the
 same data; these runs show the whole arrangement (batches sampled per rank in rounds the
 DataServer decides, rollouts split by env, rank 0 publishing and checkpointing) learns as
-well in practice. Each case runs the shipped yaml through the runner, as ``main.py`` does,
-on the test session's local Ray (real actors), seed 1, read through summary.json only, in
-its own test with its own time limit.
+well in practice. Each case is the real CLI on a local Ray, seed 1, read through
+summary.json only, in its own test with its own time limit.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import assert_solved, train_in_process
+from tests.support.cli_runs import assert_solved, train
 
 SOLVED = 475.0
 RUN_TIMEOUT_S = 540
@@ -33,10 +32,14 @@ CASES = {
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("case", list(CASES))
-def test_two_learners_solve_cartpole_within_budget(ray_session, tmp_path: Path, case: str) -> None:
+def test_two_learners_solve_cartpole_within_budget(tmp_path: Path, case: str) -> None:
     config, overrides, budget = CASES[case]
-    summary = train_in_process(
-        tmp_path / case, config, (*overrides, f"general_cfg.max_env_steps={budget}"), SOLVED
+    summary = train(
+        tmp_path / case,
+        config,
+        (*overrides, f"general_cfg.max_env_steps={budget}"),
+        SOLVED,
+        RUN_TIMEOUT_S,
     )
     assert summary["n_learners"] == 2
     assert_solved(summary, SOLVED, budget)

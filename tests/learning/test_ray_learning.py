@@ -2,12 +2,10 @@
 
 Why: the single-process learning tests cannot see what only the Ray runtime does (two
 workers pushing in parallel, weights travelling by version, the update-to-data ratio kept
-across processes, PER priorities written back by slot). Each case runs the shipped
-``configs/<name>.yaml`` through the runner, as ``python main.py --yaml`` does, on the test
-session's local Ray (real actors, each its own process) with two workers and seed 1, stops
-at the first online evaluation (10 episodes) that reaches the threshold, and reads only
-``results/summary.json``, so the tests hold however the runtime is arranged inside. (The
-command line itself, with a Ray of its own, is what the fault tests run.)
+across processes, PER priorities written back by slot). Each case runs the real CLI,
+``python main.py --yaml configs/<name>.yaml``, on a local Ray with two workers and seed 1,
+stops at the first online evaluation (10 episodes) that reaches the threshold, and reads
+only ``results/summary.json``, so the tests hold however the runtime is arranged inside.
 The budgets are the ones the yaml files and the README claim (``max_env_steps``; 60k env
 steps for the DQN family on CartPole). Each case is its own test, with its own time limit.
 """
@@ -18,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import assert_solved, train_in_process
+from tests.support.cli_runs import assert_solved, train
 
 DQN_BUDGET = "general_cfg.max_env_steps=60000"
 SHARDS_2 = "general_cfg.n_replay_shards=2"  # worker k -> shard k mod 2, sampled round robin
@@ -52,12 +50,13 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("case", list(CASES))
-def test_reaches_threshold_on_ray(ray_session, tmp_path: Path, case: str) -> None:
+def test_reaches_threshold_on_ray(tmp_path: Path, case: str) -> None:
     config, overrides, threshold = CASES[case]
-    summary = train_in_process(
+    summary = train(
         tmp_path / case,
         config,
         ("general_cfg.mp_backend=ray", "general_cfg.n_workers=2", *overrides),
         threshold,
+        RUN_TIMEOUT_S,
     )
     assert_solved(summary, threshold)

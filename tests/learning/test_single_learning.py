@@ -2,9 +2,8 @@
 
 Why: one process is reproducible, so these runs pin what an algorithm learns at a fixed
 seed independently of the Ray runtime (``test_ray_learning.py`` covers that). Each case
-runs the shipped yaml (the hyperparameters a user runs) through the runner, as ``main.py``
-does, in the test's process, with a budget a few times what seed 1 needs, and reads
-``results/summary.json``. Each case is its own
+runs the real CLI with the shipped yaml (the hyperparameters a user runs) and a budget a
+few times what seed 1 needs, and reads ``results/summary.json``. Each case is its own
 test, with its own time limit; the quick learning checks of the default suite live beside
 the algorithms (``tests/algos/``).
 """
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import assert_solved, train_in_process
+from tests.support.cli_runs import assert_solved, train
 
 RUN_TIMEOUT_S = 540
 
@@ -61,7 +60,11 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_reaches_threshold_in_one_process(tmp_path: Path, case: str) -> None:
     config, overrides, threshold = CASES[case]
-    summary = train_in_process(
-        tmp_path / case, config, ("general_cfg.mp_backend=single", *overrides), threshold
+    summary = train(
+        tmp_path / case,
+        config,
+        ("general_cfg.mp_backend=single", *overrides),
+        threshold,
+        RUN_TIMEOUT_S,
     )
     assert_solved(summary, threshold)

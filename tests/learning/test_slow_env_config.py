@@ -1,8 +1,7 @@
 """The shipped latency-bound examples (CartPole with 2 ms per step, async envs, async
 evaluation) solve within their budget, with their envs stepped in subprocesses:
 ``configs/slow_cartpole_ppo.yaml`` on a local Ray (2 workers x 4 async envs) and
-``configs/slow_cartpole_ppo_single.yaml`` in one process (1 worker x 8 async envs). Each
-runs ``python main.py --yaml`` as a user starts it."""
+``configs/slow_cartpole_ppo_single.yaml`` in one process (1 worker x 8 async envs)."""
 
 from __future__ import annotations
 
