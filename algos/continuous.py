@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.base import Algorithm, Policy, to_tensor
+from algos.base import Algorithm, Policy, adam, to_tensor
 from algos.networks import build_network
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
@@ -145,8 +145,8 @@ class TwinCriticAlgorithm(Algorithm):
         obs_dim, action_dim = int(self.policy.obs_space.shape[0]), self.policy.scaler.dim
         self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.policy.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+        self.actor_optimizer = adam(self.policy.actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optimizer = adam(self.critic.parameters(), lr=cfg.critic_lr)
 
     def noise(self, rows: int) -> torch.Tensor:
         """Standard normal noise for this learner's ``rows`` of the batch (see DataParallel)."""

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Algorithm, LearnResult, Policy, to_tensor
+from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.networks import build_network, output_dim, soft_update
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
@@ -93,7 +93,7 @@ class DQN(Algorithm):
     def setup(self) -> None:
         q_net = self.policy.q_net
         self.target_net = copy.deepcopy(q_net).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(q_net.parameters(), lr=self.cfg.lr)
+        self.optimizer = adam(q_net.parameters(), lr=self.cfg.lr)
 
     def learn(self, batch: Batch) -> LearnResult:
         """One gradient step on a sampled batch."""

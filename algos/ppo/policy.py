@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Algorithm, LearnResult, Policy, to_tensor
+from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.networks import build_network
 from algos.ppo.distributions import Actor, init_orthogonal
 from algos.ppo.gae import compute_gae
@@ -97,7 +97,7 @@ class PPO(Algorithm):
         if cfg.ortho_init:
             init_orthogonal(self.critic, head_gain=1.0)
         critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr
-        self.optimizer = torch.optim.Adam(
+        self.optimizer = adam(
             [
                 {"params": self.policy.actor.parameters(), "lr": cfg.lr, "base_lr": cfg.lr},
                 {"params": self.critic.parameters(), "lr": critic_lr, "base_lr": critic_lr},

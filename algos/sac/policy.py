@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import LearnResult
+from algos.base import LearnResult, adam
 from algos.continuous import ContinuousPolicy, TwinCriticAlgorithm, off_policy_columns
 from algos.networks import build_network, soft_update
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, Batch
@@ -78,7 +78,7 @@ class SAC(TwinCriticAlgorithm):
         self.log_alpha = torch.tensor(
             math.log(cfg.alpha), device=self.device, requires_grad=bool(cfg.auto_alpha)
         )
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        self.alpha_optimizer = adam([self.log_alpha], lr=cfg.alpha_lr)
         self.target_entropy = (
             float(cfg.target_entropy)
             if cfg.target_entropy is not None
