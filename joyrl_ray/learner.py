@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from algos import get_algorithm
@@ -240,8 +241,19 @@ class Learner:
             return STOPPED
         if not grant.batches:
             return IDLE
-        for batch in grant.batches:
-            self._learn(batch, shard)
+        learned = [self._learn(batch) for batch in grant.batches]
+        new_priorities = [p for p in learned if p is not None]
+        assert isinstance(self.needs, ReplayNeeds)
+        if self.needs.prioritized and len(new_priorities) == len(learned):
+            # One call per round, not one per batch: the shard samples the same rows either
+            # way, since its next round was asked for before this one was learned and the
+            # round after is asked for after this call.
+            self.sampler.update_priorities(
+                shard,
+                np.concatenate([batch[SLOTS] for batch in grant.batches]),
+                np.concatenate([batch[GENERATIONS] for batch in grant.batches]),
+                np.concatenate(new_priorities),
+            )
         return LEARNED
 
     def _train_on_policy(self, wait_s: float) -> str:
@@ -258,21 +270,17 @@ class Learner:
         if grant.rollout is None:
             return IDLE
         self.round_id += 1
-        self._learn(grant.rollout, 0)
+        self._learn(grant.rollout)
         return LEARNED
 
-    def _learn(self, batch: Batch, shard: int) -> None:
+    def _learn(self, batch: Batch) -> np.ndarray | None:
+        """One update on ``batch``; returns its rows' new priorities (PER), if any."""
         t0 = time.monotonic()
         sync_before = self.algorithm.parallel.sync_s
         result = self.algorithm.learn(batch)
         sync = self.algorithm.parallel.sync_s - sync_before
         self.times.sync_s += sync
         self.times.learn_s += time.monotonic() - t0 - sync
-        if result.priorities is not None and isinstance(self.needs, ReplayNeeds):
-            if self.needs.prioritized and self.sampler is not None:
-                self.sampler.update_priorities(
-                    shard, batch[SLOTS], batch[GENERATIONS], result.priorities
-                )
         for key, value in result.metrics.items():
             self.metric_sums[key] += value
         self.metric_count += 1
@@ -286,6 +294,7 @@ class Learner:
                 self.checkpoint(evaluate=general.online_eval)
         if time.monotonic() - self.last_report > REPORT_EVERY_S:
             self.report()
+        return result.priorities
 
     def report(self) -> None:
         """Send averaged metrics (rank 0) and time shares; the reply refreshes the counters."""

@@ -40,10 +40,16 @@ class SumTree:
             raise IndexError(f"leaf index out of range [0, {self.capacity})")
         if not np.all(np.isfinite(values)) or values.min() < 0:
             raise ValueError("priorities must be finite and non-negative")
+        self._max = max(self._max, float(values.max()))
+        # A leaf named twice takes its last value, as one call per value would leave it
+        # (numpy does not promise an order for repeated indices in one assignment).
+        first_from_end = np.unique(indices[::-1], return_index=True)[1]
+        if first_from_end.size < indices.size:
+            last = indices.size - 1 - first_from_end
+            indices, values = indices[last], values[last]
         nodes = indices + self.leaf_offset
         self._sums[nodes] = values
         self._mins[nodes] = values
-        self._max = max(self._max, float(values.max()))
         for _ in range(self.depth):
             # A parent named twice is written twice with the same sum: cheaper than np.unique.
             nodes = nodes >> 1

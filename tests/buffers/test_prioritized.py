@@ -95,3 +95,25 @@ def test_partially_stale_write_back() -> None:
     applied = buf.update_priorities(slots, gens, np.array([-9.0, -1.0, 0.0, 2.0]))
     assert applied == 3
     assert np.allclose(buf.tree.get(slots), [1.0, 1.5, 0.5, 2.5])  # slot 0 keeps max prio
+
+
+def test_one_write_back_of_several_batches_ends_as_one_write_back_per_batch() -> None:
+    # A learner sends one round's batches in one call; a row sampled in two of them must
+    # end with its later priority, as two calls in a row would leave it.
+    per_batch = PrioritizedReplayBuffer(16, alpha=1.0, eps=0.0, seed=0)
+    per_round = PrioritizedReplayBuffer(16, alpha=1.0, eps=0.0, seed=0)
+    for buf in (per_batch, per_round):
+        buf.add(rows(16))
+    gens = per_batch.generations.copy()
+    first, second = np.array([3, 5, 3, 9]), np.array([5, 9, 12, 3])
+    first_prio, second_prio = np.array([2.0, 8.0, 4.0, 1.0]), np.array([6.0, 0.5, 3.0, 7.0])
+    per_batch.update_priorities(first, gens[first], first_prio)
+    per_batch.update_priorities(second, gens[second], second_prio)
+    both = np.concatenate([first, second])
+    applied = per_round.update_priorities(
+        both, gens[both], np.concatenate([first_prio, second_prio])
+    )
+    assert applied == 8
+    assert np.array_equal(per_round.tree.get(np.arange(16)), per_batch.tree.get(np.arange(16)))
+    assert per_round.tree.total() == per_batch.tree.total()
+    assert per_round.max_priority == per_batch.max_priority == 8.0

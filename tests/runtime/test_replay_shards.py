@@ -14,6 +14,7 @@ from joyrl_ray.runner import run
 from tests.support.runs import ROOT, make_cfg
 
 PER = str(ROOT / "configs" / "cartpole_dqn_per.yaml")
+BATCH_SIZE = 64  # the yaml's
 RUN = (
     "general_cfg.mp_backend=single",
     "general_cfg.n_workers=3",
@@ -50,6 +51,9 @@ def test_workers_fill_shard_k_mod_n_and_each_shard_gets_its_priorities(sharded: 
     assert summary["updates"] > 500
     for shard in shards.values():  # the learner sampled both and wrote priorities to each
         assert shard["priorities_applied"] > 0, shards
+    # No slot was overwritten (3000 rows in 100k), so every sampled row's priority came back.
+    applied = sum(shard["priorities_applied"] for shard in shards.values())
+    assert applied == summary["updates"] * BATCH_SIZE, (applied, summary["updates"])
     assert summary["transitions_stored"] == shards[0]["stored"] + shards[1]["stored"]
     dropped = sum(summary["transitions_dropped"].values())
     assert summary["transitions_collected"] == summary["transitions_stored"] + dropped
