@@ -11,6 +11,12 @@ running reward statistics, random noise) goes through :meth:`mean`, :meth:`mean_
 Plain ``torch.distributed``: the runtime creates the process group (gloo on CPU, nccl on
 GPU) and hands a :class:`DataParallel` to the policy; a single learner keeps the default,
 whose methods do nothing.
+
+On CPU, with a few learners, every learner sends its tensor to each of the others and adds
+them all up itself, in rank order (so the sum is bitwise the same on every learner): gloo's
+``all_reduce`` took ~0.9 ms of wall and ~0.6 ms of CPU for a CartPole DQN's gradients
+between two learners on one machine, and a send and a receive each way ~0.2 ms and ~0.13
+ms. Past :data:`EXCHANGE_MAX_WORLD` learners, and on GPU, the library's collectives.
 """
 
 from __future__ import annotations
@@ -20,6 +26,11 @@ from collections.abc import Iterable
 
 import torch
 import torch.distributed as dist
+
+#: The most learners whose CPU collectives go by pairwise exchange: each learner sends
+#: ``world_size - 1`` copies, where a ring all-reduce sends about two; few learners and
+#: small models are latency-bound, so the fewer round trips win.
+EXCHANGE_MAX_WORLD = 4
 
 
 class DataParallel:
@@ -47,7 +58,7 @@ class DataParallel:
         flat = torch.cat(
             [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
         )
-        dist.all_reduce(flat)
+        flat = self._sum(flat)
         flat /= self.world_size
         offset = 0
         for p in params:
@@ -61,8 +72,7 @@ class DataParallel:
         if not self.active:
             return value
         t0 = time.perf_counter()
-        out = value.detach().clone()
-        dist.all_reduce(out)
+        out = self._sum(value.detach().clone())
         self.sync_s += time.perf_counter() - t0
         return out / self.world_size
 
@@ -74,7 +84,7 @@ class DataParallel:
         stats = torch.stack(
             [x.sum(), (x * x).sum(), torch.tensor(float(x.numel()), device=x.device)]
         )
-        dist.all_reduce(stats)
+        stats = self._sum(stats)
         self.sync_s += time.perf_counter() - t0
         total, squares, n = stats
         mean = total / n
@@ -87,10 +97,42 @@ class DataParallel:
             return x
         t0 = time.perf_counter()
         x = x.contiguous()
-        parts = [torch.empty_like(x) for _ in range(self.world_size)]
-        dist.all_gather(parts, x)
+        if self._exchanges(x):
+            parts = self._exchange(x)
+        else:
+            parts = [torch.empty_like(x) for _ in range(self.world_size)]
+            dist.all_gather(parts, x)
         self.sync_s += time.perf_counter() - t0
         return torch.cat(parts, dim=dim)
+
+    def _exchanges(self, tensor: torch.Tensor) -> bool:
+        return tensor.device.type == "cpu" and self.world_size <= EXCHANGE_MAX_WORLD
+
+    def _exchange(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        """Every learner's ``tensor`` (equal shapes), in rank order: one send and one
+        receive per pair of learners, all in flight at once."""
+        parts = [
+            tensor if r == self.rank else torch.empty_like(tensor) for r in range(self.world_size)
+        ]
+        requests = []
+        for peer in range(self.world_size):
+            if peer != self.rank:
+                requests.append(dist.isend(tensor, peer))
+                requests.append(dist.irecv(parts[peer], peer))
+        for request in requests:
+            request.wait()
+        return parts
+
+    def _sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over all learners: the same values on every learner."""
+        if not self._exchanges(tensor):
+            dist.all_reduce(tensor)
+            return tensor
+        parts = self._exchange(tensor.contiguous())
+        total = parts[0].clone()
+        for part in parts[1:]:
+            total += part
+        return total
 
     def global_randn(
         self, local_rows: int, dim: int, generator: torch.Generator, device: torch.device
