@@ -36,7 +36,7 @@ from tests.support.cli_runs import (
     config_path,
     summary_of,
 )
-from tests.support.procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
+from tests.support.procs import TrackedRun, task_dirs, wait_gone
 from tests.support.watch import (
     env_steps,
     error_lines,
@@ -412,7 +412,6 @@ def test_workers_whose_constructor_fails_are_reported_not_restarted(tmp_path: Pa
     "backend", [pytest.param("ray", marks=pytest.mark.slow), pytest.param("single")]
 )
 def test_sigterm_stops_the_run_like_ctrl_c_with_exit_143(tmp_path, backend):
-    ray_before = ray_procs()
     run = start(
         tmp_path,
         f"general_cfg.mp_backend={backend}",
@@ -440,7 +439,7 @@ def test_sigterm_stops_the_run_like_ctrl_c_with_exit_143(tmp_path, backend):
         if backend == "ray":
             assert any(c.startswith("ray::") for c in started.values()), started
         assert not wait_gone(started, timeout=15), "processes of the run still alive"
-        assert not orphaned_ray_procs(ray_before)
+        assert not run.leftovers()  # none escaped the tree we recorded
     finally:
         run.kill()
 
@@ -448,7 +447,6 @@ def test_sigterm_stops_the_run_like_ctrl_c_with_exit_143(tmp_path, backend):
 @pytest.mark.slow
 @pytest.mark.alone
 def test_sigterm_while_ray_starts_exits_143_in_one_line(tmp_path):
-    ray_before = ray_procs()
     run = start(tmp_path)
     try:
         wait_for(run, "Ray starting", lambda: any("raylet" in c for c in run.seen.values()), 60)
@@ -457,6 +455,6 @@ def test_sigterm_while_ray_starts_exits_143_in_one_line(tmp_path):
         assert run.stderr.strip() == "interrupted (SIGTERM) before the run started", run.stderr
         started = {p: c for p, c in run.seen.items() if c}
         assert not wait_gone(started, timeout=30), "processes of the run still alive"
-        assert not orphaned_ray_procs(ray_before)
+        assert not run.leftovers()  # none escaped the tree we recorded
     finally:
         run.kill()

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from tests.support.procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
+from tests.support.procs import TrackedRun, task_dirs, wait_gone
 
-# Looks for leftover Ray processes machine-wide: run by itself in CI.
+# Checks that its run's processes are gone seconds after its exit: after the parallel part in CI.
 pytestmark = pytest.mark.alone
 
 LEARN_START = 200
@@ -28,7 +28,6 @@ PUBLISH_EVERY = 10
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
     tasks = tmp_path_factory.mktemp("local_run")
-    ray_before = ray_procs()
     run = TrackedRun(
         (
             "general_cfg.mp_backend=ray",
@@ -54,7 +53,6 @@ def local_run(tmp_path_factory):
         assert code is not None, f"main.py did not finish in 420 s\n{run.stderr[-3000:]}"
         (task,) = task_dirs(tasks)
         summary = json.loads((task / "results" / "summary.json").read_text())
-        run.ray_before = ray_before
         yield run, code, task, summary
     finally:
         run.kill()
@@ -77,7 +75,7 @@ def test_no_process_of_the_run_is_left(local_run):
     assert any(c.startswith("ray::Worker") for c in started.values()), started
     left = wait_gone(started, timeout=15)
     assert not left, f"processes of the finished run still alive: {left}"
-    assert not orphaned_ray_procs(run.ray_before)  # none escaped the tree we recorded
+    assert not run.leftovers()  # none escaped the tree we recorded
 
 
 def test_update_to_data_ratio_is_kept(local_run):

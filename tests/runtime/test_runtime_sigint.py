@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from joyrl_ray.checkpoint import checkpoint_updates
-from tests.support.procs import TrackedRun, orphaned_ray_procs, ray_procs, task_dirs, wait_gone
+from tests.support.procs import TrackedRun, task_dirs, wait_gone
 
 
 def _wait_training(run: TrackedRun, tasks, timeout: float) -> None:
@@ -31,7 +31,6 @@ def _wait_training(run: TrackedRun, tasks, timeout: float) -> None:
 
 @pytest.mark.alone
 def test_sigint_stops_the_run_cleanly(tmp_path):
-    ray_before = ray_procs()  # the test session's Ray, other runs on this machine
     run = TrackedRun(
         (
             "general_cfg.mp_backend=ray",
@@ -70,6 +69,6 @@ def test_sigint_stops_the_run_cleanly(tmp_path):
         assert any(c.startswith("ray::") for c in started.values()), started
         left = wait_gone(started, timeout=15)
         assert not left, f"processes of the interrupted run still alive: {left}"
-        assert not orphaned_ray_procs(ray_before)  # none escaped the tree we recorded
+        assert not run.leftovers()  # none escaped the tree we recorded
     finally:
         run.kill()

@@ -77,13 +77,24 @@ def ray_procs() -> dict[Proc, str]:
     return found
 
 
-def orphaned_ray_procs(before: dict[Proc, str]) -> dict[Proc, str]:
-    """Ray processes started since ``before`` whose parent is gone (reparented to pid 1)."""
+#: Set in a tracked run's environment, which every process it starts inherits (Ray's
+#: daemons from main.py, Ray's workers from the raylet): how its processes are found even
+#: after they left its tree, whatever else runs on the machine.
+RUN_TAG = "JOYRL_TEST_RUN"
+
+
+def tagged_procs(tag: str) -> dict[Proc, str]:
+    """Live processes whose environment holds ``RUN_TAG=tag``."""
+    marker = f"{RUN_TAG}={tag}".encode()
     found = {}
-    for proc, line in ray_procs().items():
-        st = _stat(proc[0])
-        if proc not in before and st is not None and st[0] == 1:
-            found[proc] = line
+    for pid in all_pids():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        st = _stat(pid)
+        if st is not None and marker in environ.split(b"\0"):
+            found[(pid, st[1])] = cmdline(pid)
     return found
 
 
@@ -132,6 +143,8 @@ class TrackedRun:
         log_dir = self.log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
         self.out_path = Path(log_dir) / f"main_{os.getpid()}_{time.monotonic_ns()}.out"
         self.err_path = self.out_path.with_suffix(".err")
+        self.tag = f"{os.getpid()}-{time.monotonic_ns()}"
+        self.env = {**self.env, RUN_TAG: self.tag}
         self._out = self.out_path.open("w")
         self._err = self.err_path.open("w")
         self.proc = subprocess.Popen(
@@ -154,6 +167,10 @@ class TrackedRun:
             for proc, cmd in descendants(self.proc.pid).items():
                 if cmd or proc not in self.seen:
                     self.seen[proc] = cmd
+
+    def leftovers(self) -> dict[Proc, str]:
+        """This run's processes still alive (main.py itself included while it runs)."""
+        return tagged_procs(self.tag)
 
     def wait(self, timeout: float, poll_s: float = 0.5) -> int | None:
         """Wait for exit while recording the process tree; the exit code or None on timeout."""
