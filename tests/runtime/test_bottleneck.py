@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from joyrl_ray.runner import run
-from tests.support.cli_runs import summary_of
+from tests.support.cli_runs import step_latency, summary_of
 from tests.support.procs import task_dirs
 from tests.support.runs import make_cfg
 
@@ -35,8 +35,7 @@ COMMON = (
 RUNS = {
     "worker_bound": (
         "general_cfg.n_workers=1",
-        "env_cfg.wrappers=[step_latency]",
-        "env_cfg.step_latency_s=0.02",
+        *step_latency(0.02),
         "algo_cfg.updates_per_step=0.25",
         f"general_cfg.max_env_steps={MAX_ENV_STEPS}",  # ~20 s of stepping
     ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.support.cli_runs import step_latency
 from tests.support.runs import ROOT, run_main
 
 
@@ -30,8 +31,7 @@ def test_run_stopping_with_evaluations_queued_exits_with_its_own_code(tmp_path: 
         "general_cfg.progress=false",
         "general_cfg.save_fig=false",
         f"general_cfg.tasks_dir={tmp_path}",
-        "env_cfg.wrappers=[step_latency]",
-        "env_cfg.step_latency_s=0.002",
+        *step_latency(0.002),
         timeout=300,
     )
     (task,) = tmp_path.iterdir()

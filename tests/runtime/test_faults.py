@@ -34,6 +34,7 @@ from tests.support.cli_runs import (
     assert_accounting,
     assert_solved,
     config_path,
+    step_latency,
     summary_of,
 )
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
@@ -71,8 +72,7 @@ FIXED = ("general_cfg.reward_threshold=null", f"general_cfg.max_env_steps={FIXED
 PACED = (
     *FIXED,
     *LIGHT_LEARNING,
-    "env_cfg.wrappers=[step_latency]",
-    "env_cfg.step_latency_s=0.001",
+    *step_latency(0.001),
 )
 TO_SOLVE = (f"general_cfg.reward_threshold={SOLVED:g}", f"general_cfg.max_env_steps={SOLVE_BUDGET}")
 

@@ -31,7 +31,7 @@ import pytest
 from packaging.version import Version
 
 from joyrl_ray.ray_version import installed_ray
-from tests.support.cli_runs import LIGHT_LEARNING
+from tests.support.cli_runs import LIGHT_LEARNING, step_latency
 from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
 from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs
 
@@ -415,8 +415,7 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
                 "general_cfg.reward_threshold=null",
                 f"general_cfg.max_env_steps={NODE_LOSS_STEPS}",
                 *LIGHT_LEARNING,
-                "env_cfg.wrappers=[step_latency]",
-                "env_cfg.step_latency_s=0.001",
+                *step_latency(0.001),
             ),
         ),
         env=cluster.driver_env(),

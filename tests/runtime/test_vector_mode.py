@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.cli_runs import LIGHT_LEARNING
+from tests.support.cli_runs import LIGHT_LEARNING, step_latency
 from tests.support.procs import TrackedRun, alive, descendants, task_dirs
 from tests.support.runs import run_main
 
@@ -97,8 +97,7 @@ def test_async_env_subprocess_killed_with_sigkill_is_rebuilt_and_counted(
             *LIGHT_LEARNING,
             # At most 500 steps a second per env (4 envs, stepping side by side): the run
             # lasts at least 15 s of stepping, most of it after the kill below.
-            "env_cfg.wrappers=[step_latency]",
-            "env_cfg.step_latency_s=0.002",
+            *step_latency(0.002),
             "general_cfg.progress=false",
             "general_cfg.save_fig=false",
             "general_cfg.ray_num_cpus=2",

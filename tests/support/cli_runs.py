@@ -111,3 +111,9 @@ def assert_accounting(summary: dict[str, Any]) -> None:
 #: Most of a DQN CartPole run's CPU is the learner's updates and the evaluations, and a test
 #: run shares the machine's cores with the others.
 LIGHT_LEARNING = ("algo_cfg.updates_per_step=0.1", "general_cfg.online_eval=false")
+
+
+def step_latency(seconds: float) -> tuple[str, str]:
+    """Overrides that make every env step and reset also sleep ``seconds`` (the
+    ``step_latency`` wrapper): an idle wait, so a run's pace holds however fast the machine."""
+    return ("env_cfg.wrappers=[step_latency]", f"env_cfg.step_latency_s={seconds:g}")
