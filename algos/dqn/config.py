@@ -17,8 +17,8 @@ class DQNConfig(OffPolicyConfig):
     updates_per_step: float = 0.5  # update-to-data ratio: gradient updates per env step
     epsilon_start: float = 1.0  # epsilon = end + (start - end) * exp(-env_steps / decay)
     epsilon_end: float = 0.02  # exploration floor
-    epsilon_decay: float = 5000.0  # in env steps (global, over all workers)
-    target_update: int = 100  # updates between target-network syncs
+    epsilon_decay: float = 2000.0  # in env steps (global, over all workers)
+    target_update: int = 50  # updates between target-network syncs
     tau: float = 1.0  # target sync: 1.0 copies, < 1 averages (Polyak)
     loss: str = "huber"  # huber or mse
     max_grad_norm: float | None = 10.0  # gradient-norm clipping; null turns it off
