@@ -353,10 +353,11 @@ class Coordinator(WaitingRoom):
             return self.mail.drain(self.counters, self.stop_reason, self.stop_detail)
 
     def stall_report(self) -> StallReport:
+        waiting = self.waiting_roles()
         with self._cond:
             now = time.monotonic()
             return StallReport(
-                waiting=dict(self.waiting),
+                waiting=waiting,
                 last_push_age_s={w: round(now - t, 1) for w, t in self.last_push.items()},
                 active_workers=len(self.active_workers),
             )
