@@ -107,9 +107,20 @@ def test_workers_wait_for_room_and_the_queue_never_holds_more_than_its_capacity(
         threads = [threading.Thread(target=worker, args=(w,)) for w in range(n_workers)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
-        # Nobody learned yet: only `capacity` rollouts got in; the other workers wait.
-        assert len(pushed) == capacity and not errors
+        # Nobody learned yet: `capacity` rollouts get in, and then every worker waits for room
+        # (the queue names them: those that pushed, for their next rollout); however long that
+        # takes on a busy machine, no more get in.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not errors:
+            waiting = queue.waiting_roles().result(30)
+            if len(pushed) >= capacity and len(waiting) == n_workers:
+                break
+            time.sleep(0.05)
+        assert len(pushed) == capacity and not errors, (pushed, errors)
+        assert sorted(waiting) == [f"worker {w}" for w in range(n_workers)]
+        assert {state.what for state in waiting.values()} == {"room in the rollout queue"}
+        time.sleep(0.5)
+        assert len(pushed) == capacity
         assert queue.stats().result(30).buffer["rollout_queue_peak"] == capacity
         taken = 0
         deadline = time.monotonic() + 60
