@@ -38,9 +38,13 @@ class WaitingRoom:
             return True
         if timeout_s <= 0:
             return False
-        earlier = self.waiting.get(who)
-        since = earlier.since if earlier is not None and earlier.what == what else None
-        self.waiting[who] = WaitState(what, time.monotonic() if since is None else since)
+        now = time.monotonic()
+        since = now
+        earlier, timed_out_at = self.waiting.get(who), self._timed_out_at.get(who)
+        if earlier is not None and earlier.what == what and timed_out_at is not None:
+            if now - timed_out_at <= REWAIT_GRACE_S:  # the same wait, asked again
+                since = earlier.since
+        self.waiting[who] = WaitState(what, since)
         self._timed_out_at.pop(who, None)
         satisfied = False
         try:

@@ -66,5 +66,8 @@ def test_a_caller_that_never_asks_again_drops_out_after_the_grace(
     monkeypatch.setattr(waiting, "REWAIT_GRACE_S", 0.1)
     shard = Shard()
     shard.take("learner 0", 0.05)
+    first = shard.waiting["learner 0"].since
     time.sleep(0.3)
     assert shard.waiting_roles() == {}
+    shard.take("learner 0", 0.05)  # back after the grace: a new wait, from now
+    assert shard.waiting_roles()["learner 0"].since > first
