@@ -22,7 +22,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from joyrl_ray.cli import run_from_cli
+    from joyrl_ray.run.cli import run_from_cli
 
     code = run_from_cli(args.yaml, args.overrides, started_at=STARTED_AT)
     from joyrl_ray.heap import freeze_startup_heap

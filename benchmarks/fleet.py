@@ -5,7 +5,7 @@
 
 Each synthetic worker is a Ray actor that imports no torch: it holds one pre-made chunk
 (``--chunk`` transitions of ``--obs-dim`` float32 observations, put in the object store
-once) and pushes it as a real worker does (``WorkerLink.push_transitions``: the rows and
+once) and pushes it as a real worker does (``ReplaySender.send``: the rows and
 the report to its shard ``k mod K`` in one call, which forwards the reports of its workers
 to the coordinator a few times a second, and whose ack carries the stop and newer
 weights), but by reference, so that the per-row work is the shard's alone and dozens of
@@ -38,12 +38,13 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import numpy as np  # noqa: E402
 
+from joyrl_ray.backends.planes import PlaneSetup, RayPlanes  # noqa: E402
 from joyrl_ray.control.coordinator import StopRule  # noqa: E402
-from joyrl_ray.data.sampling import ShardSampler  # noqa: E402
+from joyrl_ray.data.clients import DataServerClient  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
-from joyrl_ray.messages import EpisodeColumns, WorkerReport  # noqa: E402
-from joyrl_ray.plane_clients import DataServerClient, ShardAck, WorkerLink  # noqa: E402
-from joyrl_ray.planes import PlaneSetup, RayPlanes  # noqa: E402
+from joyrl_ray.flows.replay import ReplaySender, ShardAck  # noqa: E402
+from joyrl_ray.roles.learner.sampling import ShardSampler  # noqa: E402
+from joyrl_ray.wire.messages import EpisodeColumns, WorkerReport  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -62,7 +63,7 @@ def make_chunk(rows: int, obs_dim: int, seed: int) -> dict[str, np.ndarray]:
 
 
 class FleetWorker:
-    """Pushes a pre-made chunk at a set rate through a real ``WorkerLink``."""
+    """Pushes a pre-made chunk at a set rate through a real ``ReplaySender``."""
 
     def __init__(self, worker_id: int, rows: int, obs_dim: int) -> None:
         import ray
@@ -70,15 +71,15 @@ class FleetWorker:
         self.worker_id = worker_id
         self.chunk_ref = ray.put(make_chunk(rows, obs_dim, worker_id))
         self.rows = rows
-        self.link: WorkerLink | None = None
+        self.sender: ReplaySender | None = None
 
-    def connect(self, link: WorkerLink) -> None:
-        self.link = link
+    def connect(self, sender: ReplaySender) -> None:
+        self.sender = sender
 
     def run(self, pushes_per_s: float, seconds: float, start_at: float) -> dict[str, Any]:
 
-        link = self.link
-        assert link is not None and isinstance(link.data, DataServerClient)
+        sender = self.sender
+        assert sender is not None
         period = 1.0 / pushes_per_s
         # Workers start spread over one period, not all at once.
         next_at = start_at + (self.worker_id * 0.618 % 1.0) * period
@@ -95,11 +96,11 @@ class FleetWorker:
             next_at += period
             report = WorkerReport(self.worker_id, self.rows, EpisodeColumns.empty())
             t0 = time.perf_counter()
-            # As WorkerLink.push_transitions, with the chunk by reference: Ray hands the
+            # As ReplaySender.send, with the chunk by reference: Ray hands the
             # shard the arrays, so the shard does all the per-row work.
             chunk: Any = self.chunk_ref
-            insert = link.data.insert(self.worker_id, chunk, None, report, version)
-            ack = ShardAck(insert, report, self.rows, version, link).result(60)
+            insert = sender.shard.insert(self.worker_id, chunk, None, report, version)
+            ack = ShardAck(insert, report, self.rows, version, sender).result(60)
             latencies.append(time.perf_counter() - t0)
             if ack.weights is not None:
                 version = ack.weights.version
@@ -169,20 +170,20 @@ def run_point(
     )
     planes = RayPlanes(setup, max_pushes_in_flight=1)
     try:
-        ray.get([w.connect.remote(planes.link(i)) for i, w in enumerate(workers)])
-        shard_pids = [s.where().result(60).pid for s in planes.shards]
+        ray.get([w.connect.remote(planes.sender(i)) for i, w in enumerate(workers)])
+        shard_pids = [s.where().result(60).pid for s in planes.data.clients]
         coordinator_pid = planes.coordinator.drain_reports().result(60).placements[0].pid
         start_at = time.time() + 1.0
         runs = [w.run.remote(args.pushes_per_s, args.seconds, start_at) for w in workers]
         sampled = sampler.run.remote(
-            planes.shards, args.batch, args.sample_batches_per_s, args.seconds, start_at
+            planes.data.clients, args.batch, args.sample_batches_per_s, args.seconds, start_at
         )
         time.sleep(max(0.0, start_at - time.time()))
         cpu0 = {pid: cpu_s(pid) for pid in [coordinator_pid, *shard_pids]}
-        stored0 = sum(s.stats().result(60).transitions_stored for s in planes.shards)
+        stored0 = sum(s.stats().result(60).transitions_stored for s in planes.data.clients)
         t0 = time.time()
         time.sleep(args.seconds)
-        stored1 = sum(s.stats().result(60).transitions_stored for s in planes.shards)
+        stored1 = sum(s.stats().result(60).transitions_stored for s in planes.data.clients)
         wall = time.time() - t0
         cpu = {pid: (cpu_s(pid) - c) / wall for pid, c in cpu0.items()}
         results = ray.get(runs)

@@ -50,11 +50,11 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 from algos import get_algorithm  # noqa: E402
 from envs.probe import probe_env  # noqa: E402
 from envs.registry import make_env_fn  # noqa: E402
+from joyrl_ray.backends.planes import PlaneSetup  # noqa: E402
 from joyrl_ray.config import RunConfig, load_config  # noqa: E402
 from joyrl_ray.control.coordinator import StopRule  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
-from joyrl_ray.planes import PlaneSetup  # noqa: E402
-from joyrl_ray.worker import initial_net_seed  # noqa: E402
+from joyrl_ray.roles.worker.worker import initial_net_seed  # noqa: E402
 
 DEFAULT_LEARN_YAML = ROOT / "configs" / "cartpole_dqn.yaml"
 
@@ -148,11 +148,11 @@ def bare_loop(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, float]
 
 def single_backend(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, float]:
     """The whole run in one process (``mp_backend: single``): env steps/s and updates/s."""
-    from joyrl_ray.runtimes import LocalRuntime
+    from joyrl_ray.backends.local import LocalRuntime
 
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
     runtime = LocalRuntime(cfg, plane_setup(cfg, learn=True), learner_setup(spaces), spaces)
-    counters = lambda: runtime.server.counters  # noqa: E731
+    counters = lambda: runtime.coordinator_object.counters  # noqa: E731
     try:
         return measure(runtime.advance, counters, seconds, warmup, learn=True, cfg=cfg)
     finally:
@@ -176,7 +176,7 @@ def learner_alone(cfg: RunConfig, seconds: float) -> float:
     needs = spec.policy_cls.data_needs(cfg.algo)
     if not isinstance(needs, ReplayNeeds):
         return float("nan")
-    from joyrl_ray.learner import pick_device
+    from joyrl_ray.roles.learner.learner import pick_device
 
     torch.set_num_threads(max(1, int(cfg.general.learner_num_cpus)))  # as the learner does
     obs_space, action_space = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
@@ -216,7 +216,7 @@ def plane_setup(cfg: RunConfig, *, learn: bool) -> PlaneSetup:
 
 
 def learner_setup(spaces: Any) -> Any:
-    from joyrl_ray.runtimes import LearnerSetup
+    from joyrl_ray.backends.runtime import LearnerSetup
 
     return LearnerSetup(spaces, None, lambda: None)
 
@@ -249,8 +249,8 @@ def measure(
 
 
 def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
-    from joyrl_ray.placement import alive_nodes, make_requests
-    from joyrl_ray.runtimes import RayRuntime
+    from joyrl_ray.backends.placement import alive_nodes, make_requests
+    from joyrl_ray.backends.ray_runtime import RayRuntime
 
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
     requests = make_requests(cfg.general, alive_nodes(), train=args.learn)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from joyrl_ray import trajectories as traj_io
+from joyrl_ray.run import trajectories as traj_io
 
 INSTALL_HINT = 'pip install "minari[hdf5]"'
 

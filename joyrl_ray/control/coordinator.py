@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from joyrl_ray.control.env_error_budget import EnvErrorBudget
 from joyrl_ray.control.mailboxes import Mailboxes
 from joyrl_ray.control.newest_weights import NewestWeights
 from joyrl_ray.control.report_gaps import ReportGaps
-from joyrl_ray.env_error_budget import EnvErrorBudget
-from joyrl_ray.handles import Call, LocalStore, ObjectStore, RoleError
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import (
+from joyrl_ray.wire.handles import Call, LocalStore, ObjectStore, RoleError
+from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
     LearnerReport,
@@ -47,7 +47,7 @@ from joyrl_ray.messages import (
     WorkerReport,
     WorkerStart,
 )
-from joyrl_ray.waiting import WaitingRoom
+from joyrl_ray.wire.waiting import WaitingRoom
 
 
 @dataclass

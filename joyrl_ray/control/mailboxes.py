@@ -6,7 +6,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from joyrl_ray.messages import (
+from joyrl_ray.run.trajectories import Trajectory
+from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
     EpisodeReport,
@@ -16,8 +17,7 @@ from joyrl_ray.messages import (
     Reports,
     WorkerTimes,
 )
-from joyrl_ray.placement import node_here
-from joyrl_ray.trajectories import Trajectory
+from joyrl_ray.wire.where import node_here
 
 
 @dataclass

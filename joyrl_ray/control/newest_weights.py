@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from joyrl_ray.handles import ObjectStore
-from joyrl_ray.messages import Weights
+from joyrl_ray.wire.handles import ObjectStore
+from joyrl_ray.wire.messages import Weights
 
 
 class NewestWeights:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from joyrl_ray.messages import ReportTotals, WorkerReport
+from joyrl_ray.wire.messages import ReportTotals, WorkerReport
 
 Start = tuple[int, int]  # (worker, incarnation)
 

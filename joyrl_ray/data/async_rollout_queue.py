@@ -19,7 +19,7 @@ import numpy as np
 
 from joyrl_ray.batch import Batch
 from joyrl_ray.data.rollout_queue import RolloutQueue, _Rollout, _Round
-from joyrl_ray.messages import InsertAck
+from joyrl_ray.wire.messages import InsertAck
 
 
 class AsyncRolloutQueue(RolloutQueue):

@@ -2,7 +2,7 @@
 
 Off-policy runs have ``general_cfg.n_replay_shards`` of them. Worker ``k`` inserts into
 shard ``k mod n`` (its frames stay with the shard that holds its steps); learners sample
-every shard in turn (see :mod:`joyrl_ray.data.sampling`) and write priorities back to the
+every shard in turn (see :mod:`joyrl_ray.roles.learner.sampling`) and write priorities back to the
 shard a row came from. A shard knows nothing of the run beyond its rows: the coordinator
 counts env steps and tells it when the run stops. A worker's report travels with its rows;
 the shard forwards its workers' reports to the coordinator a few times a second (see
@@ -23,18 +23,18 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows
-from joyrl_ray.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from joyrl_ray.buffers.frames import FrameStore, frame_capacity
+from joyrl_ray.data.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from joyrl_ray.data.buffers.frames import FrameStore, frame_capacity
 from joyrl_ray.data.rate_limiter import DRAINING_STOPS, SampleToInsertRatio
-from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S, ReportForwarder
+from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S, ReportForwarder, ReportSink
+from joyrl_ray.data.role import DataPlaneRole
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import (
+from joyrl_ray.wire.messages import (
     Frames,
     InsertAck,
     Placement,
@@ -42,10 +42,6 @@ from joyrl_ray.messages import (
     SampleGrant,
     WorkerReport,
 )
-from joyrl_ray.waiting import DataPlaneRole
-
-if TYPE_CHECKING:
-    from joyrl_ray.plane_clients import CoordinatorClient
 
 CONTROL_WAIT_S = 5.0  # how long a worker done waiting for room waits for the newest weights
 
@@ -86,7 +82,7 @@ class DataServer(DataPlaneRole):
         learner_lag_tolerance: int = 64,
         seed: int | None = None,
         buffer_state: dict[str, np.ndarray] | None = None,
-        coordinator: CoordinatorClient | None = None,
+        coordinator: ReportSink | None = None,
         forward_every_s: float = FORWARD_EVERY_S,
     ) -> None:
         role = "data server" if n_shards == 1 else f"data server {shard}"

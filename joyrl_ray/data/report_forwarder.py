@@ -18,23 +18,29 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from joyrl_ray.handles import RoleError
-from joyrl_ray.messages import PushAck, WorkerReport
-
-if TYPE_CHECKING:
-    from joyrl_ray.plane_clients import CoordinatorClient
+from joyrl_ray.wire.handles import Call, RoleError
+from joyrl_ray.wire.messages import PushAck, WorkerReport
 
 FORWARD_EVERY_S = 0.1
 CALL_TIMEOUT_S = 60.0
+
+
+class ReportSink(Protocol):
+    """Where a shard's reports go: the coordinator's client, seen from the data plane as this
+    one call only (the data plane knows nothing else of control)."""
+
+    def take_reports(
+        self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
+    ) -> Call[PushAck]: ...
 
 
 class ReportForwarder:
     """Reports waiting for the next forward, and the coordinator's latest answer."""
 
     def __init__(
-        self, shard: int, coordinator: CoordinatorClient | None, interval_s: float
+        self, shard: int, coordinator: ReportSink | None, interval_s: float
     ) -> None:
         self.shard = shard
         self.coordinator = coordinator  # None: a shard alone (tests); reports stay here

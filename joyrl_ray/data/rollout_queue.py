@@ -18,9 +18,9 @@ from typing import NamedTuple
 import numpy as np
 
 from joyrl_ray.batch import Batch, concat, take_envs
+from joyrl_ray.data.role import DataPlaneRole
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.messages import InsertAck, Placement, RolloutGrant
-from joyrl_ray.waiting import DataPlaneRole
+from joyrl_ray.wire.messages import InsertAck, Placement, RolloutGrant
 
 
 class _Rollout(NamedTuple):

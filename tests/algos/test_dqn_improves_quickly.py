@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from joyrl_ray.runner import run
+from joyrl_ray.run.runner import run
 from tests.support.runs import ROOT, make_cfg
 
 CARTPOLE_DQN = str(ROOT / "configs" / "cartpole_dqn.yaml")

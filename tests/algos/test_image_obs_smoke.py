@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from envs.toy_image import ToyImageEnv
-from joyrl_ray.runner import run
+from joyrl_ray.run.runner import run
 from tests.support.runs import make_cfg
 
 CONV = [

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data_needs import RolloutNeeds
-from joyrl_ray.handles import LocalStore
-from joyrl_ray.messages import WorkerReport
-from joyrl_ray.planes import LocalPlanes, PlaneSetup
+from joyrl_ray.roles.worker.sender import Payload
+from joyrl_ray.wire.handles import LocalStore
+from joyrl_ray.wire.messages import WorkerReport
 
 STEPS, ENVS = 4, 2
 
@@ -27,21 +28,20 @@ def planes(n_workers: int = 2, n_learners: int = 1) -> LocalPlanes:
         n_learners=n_learners,
     )
     p = LocalPlanes(setup, LocalStore())
-    p.server.publish_weights({"w": np.zeros(1)}, 1)
+    p.coordinator_object.publish_weights({"w": np.zeros(1)}, 1)
     return p
 
 
 def push(p: LocalPlanes, version: int, tag: float, worker: int = 0) -> None:
     report = WorkerReport(worker, STEPS * ENVS)
-    p.link(worker).push_rollout(worker, version, rollout(tag), report, 0).result()
+    p.sender(worker).send(worker, Payload(rollout(tag), -1, version), report, 0).result()
 
 
 class Rounds:
     """Asks for rounds as a learner does: the next round id until that round comes."""
 
     def __init__(self, p: LocalPlanes, version: int = 1) -> None:
-        assert p.queue_object is not None
-        self.queue, self.round_id, self.version = p.queue_object, 0, version
+        self.queue, self.round_id, self.version = p.objects[0], 0, version
 
     def take(self, rank: int = 0, new_round: bool = True):
         grant = self.queue.take_rollouts(
@@ -63,7 +63,7 @@ def test_take_waits_for_one_rollout_per_worker() -> None:
     assert rounds.take().rollout is None
     push(p, 1, 1, worker=1)
     assert tags(rounds.take()) == [0.0, 0.0, 1.0, 1.0]  # both rollouts, joined along envs
-    assert rounds.take().rollout is None and p.server.counters.env_steps == 16
+    assert rounds.take().rollout is None and p.coordinator_object.counters.env_steps == 16
 
 
 def test_rollouts_of_old_weights_are_dropped_and_counted() -> None:
@@ -79,10 +79,9 @@ def test_rollouts_of_old_weights_are_dropped_and_counted() -> None:
     assert rounds.take().rollout is None
     push(p, 2, 5)
     assert tags(rounds.take()) == [4.0, 4.0, 5.0, 5.0]
-    assert p.queue_object is not None
-    stats = p.queue_object.stats()
+    stats = p.objects[0].stats()
     assert stats.transitions_dropped == {"stale_rollout": 16}
-    collected = p.server.stats().transitions_collected
+    collected = p.coordinator_object.stats().transitions_collected
     assert collected == 6 * 8 == stats.transitions_stored + 16 + 0
 
 
@@ -90,14 +89,13 @@ def test_at_the_stop_a_complete_round_is_learned_and_later_rollouts_are_dropped(
     p = planes()
     push(p, 1, 0)
     push(p, 1, 1, worker=1)
-    p.server.request_stop("test")  # the coordinator tells the queue
+    p.coordinator_object.request_stop("test")  # the coordinator tells the queue
     push(p, 1, 2)  # after the stop: dropped
     rounds = Rounds(p)
     assert tags(rounds.take()) == [0.0, 0.0, 1.0, 1.0]  # made before the stop
     grant = rounds.take()
     assert grant.stop and grant.rollout is None
-    assert p.queue_object is not None
-    assert p.queue_object.stats().transitions_dropped == {"after_stop": 8}
+    assert p.objects[0].stats().transitions_dropped == {"after_stop": 8}
 
 
 def test_two_learners_get_equal_env_slices_of_the_same_round() -> None:
@@ -109,14 +107,13 @@ def test_two_learners_get_equal_env_slices_of_the_same_round() -> None:
     first = rounds.take(rank=0)
     second = rounds.take(rank=1, new_round=False)
     assert tags(first) == [0.0, 0.0] and tags(second) == [1.0, 1.0]
-    assert p.queue_object is not None
-    assert p.queue_object.stats().transitions_stored == 16
-    assert not p.queue_object.rounds  # served to both: forgotten
+    assert p.objects[0].stats().transitions_stored == 16
+    assert not p.objects[0].rounds  # served to both: forgotten
 
 
 def test_a_stale_version_is_never_published_over_a_newer_one() -> None:
     p = planes()
-    s = p.server
+    s = p.coordinator_object
     assert s.publish_weights({"w": np.ones(1)}, 3)
     assert not s.publish_weights({"w": np.zeros(1)}, 2)  # e.g. a restarted learner's old one
     assert s.stats().weights_versions == 3 and s.stats().weights_rejected == 1

@@ -14,7 +14,7 @@ from algos.sac.config import SACConfig
 from algos.sac.policy import SAC
 from algos.td3.config import TD3Config
 from algos.td3.policy import TD3
-from joyrl_ray.buffers import PrioritizedReplayBuffer
+from joyrl_ray.data.buffers import PrioritizedReplayBuffer
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACTIONS = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))

@@ -7,9 +7,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import FrameStackObservation
 
 from joyrl_ray.batch import NEXT_OBS, OBS
-from joyrl_ray.buffers.frames import FrameEncoder, FrameStore, frame_capacity
-from joyrl_ray.buffers.nstep import NStepFolder
-from joyrl_ray.buffers.replay import ReplayBuffer
+from joyrl_ray.data.buffers.frames import FrameEncoder, FrameStore, frame_capacity
+from joyrl_ray.data.buffers.nstep import NStepFolder
+from joyrl_ray.data.buffers.replay import ReplayBuffer
 from tests.support.frame_envs import CountingFramesEnv
 
 STACK, N_ENVS, N_STEP, GAMMA = 4, 3, 3, 0.9

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from joyrl_ray.buffers.nstep import NStepFolder
+from joyrl_ray.data.buffers.nstep import NStepFolder
 
 GAMMA = 0.9
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from joyrl_ray.buffers import PrioritizedReplayBuffer
+from joyrl_ray.data.buffers import PrioritizedReplayBuffer
 
 
 def rows(n: int, start: int = 0) -> dict[str, np.ndarray]:

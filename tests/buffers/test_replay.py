@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from joyrl_ray.buffers.replay import ReplayBuffer
-from joyrl_ray.buffers.sum_tree import SumTree
+from joyrl_ray.data.buffers.replay import ReplayBuffer
+from joyrl_ray.data.buffers.sum_tree import SumTree
 
 
 def rows(start: int, stop: int) -> dict[str, np.ndarray]:

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from algos import get_algorithm
 from envs.config import EnvConfig
-from joyrl_ray.evaluator import EvaluationInterrupted, Evaluator
+from joyrl_ray.roles.evaluator.evaluator import EvaluationInterrupted, Evaluator
 
 
 def evaluator(mode: str) -> Evaluator:

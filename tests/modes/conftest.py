@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from joyrl_ray.runner import RunResult, run
+from joyrl_ray.run.runner import RunResult, run
 from tests.support.modes_setup import TRAIN_OVERRIDES
 from tests.support.runs import make_cfg
 

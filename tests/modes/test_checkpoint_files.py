@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from joyrl_ray.checkpoint import (
+from joyrl_ray.run.checkpoint import (
     CheckpointError,
     CheckpointStore,
     atomic_torch_save,
@@ -78,7 +78,7 @@ def test_a_save_killed_mid_write_leaves_the_previous_checkpoint_intact(tmp_path:
     before = (models / "last.pt").read_bytes()
     save_big = (
         "import torch; from pathlib import Path; "
-        "from joyrl_ray.checkpoint import atomic_torch_save; "
+        "from joyrl_ray.run.checkpoint import atomic_torch_save; "
         "atomic_torch_save({'algo_name': 'DQN', 'policy': {'w': torch.ones(2**25)}, "
         "'counters': {'env_steps': 0, 'episodes': 0, 'updates': 200}}, "
         f"Path({str(models / 'last.pt')!r}))"

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from joyrl_ray import export_minari, trajectories
-from joyrl_ray.runner import RunResult, run
+from joyrl_ray import export_minari
+from joyrl_ray.run import trajectories
+from joyrl_ray.run.runner import RunResult, run
 from tests.support.modes_setup import TRAIN_OVERRIDES
 from tests.support.runs import make_cfg, needs_extra
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from joyrl_ray.checkpoint import load_checkpoint
-from joyrl_ray.runner import RunResult, run
+from joyrl_ray.run.checkpoint import load_checkpoint
+from joyrl_ray.run.runner import RunResult, run
 from tests.support.modes_setup import TRAIN_OVERRIDES
 from tests.support.runs import make_cfg
 

@@ -16,15 +16,14 @@ import pytest
 import torch
 
 from envs.probe import probe_env
-from joyrl_ray.checkpoint import find_checkpoint, load_checkpoint
-from joyrl_ray.cli import run_from_cli
+from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.control.coordinator import StopRule
-from joyrl_ray.handles import LocalStore
-from joyrl_ray.learner import Learner
-from joyrl_ray.messages import Counters
-from joyrl_ray.plane_clients import LearnerLinks
-from joyrl_ray.planes import LocalPlanes, PlaneSetup
-from joyrl_ray.runner import RunResult, run
+from joyrl_ray.roles.learner.learner import Learner
+from joyrl_ray.run.checkpoint import find_checkpoint, load_checkpoint
+from joyrl_ray.run.cli import run_from_cli
+from joyrl_ray.run.runner import RunResult, run
+from joyrl_ray.wire.handles import LocalStore
+from joyrl_ray.wire.messages import Counters
 from tests.support.modes_setup import TRAIN_OVERRIDES, epsilon
 from tests.support.runs import ROOT, make_cfg
 
@@ -123,7 +122,7 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
     spaces = probe_env(cfg.env)
     learner = Learner(
         cfg,
-        LearnerLinks(planes.coordinator, [], None, LocalStore()),
+        planes.learner_links(LocalStore()),
         spaces,
         start_state=path.read_bytes(),
     )
@@ -177,7 +176,7 @@ def test_a_restored_learner_continues_the_noise_stream_of_its_checkpoint(
     planes = LocalPlanes(setup, LocalStore())
     learner = Learner(
         cfg,
-        LearnerLinks(planes.coordinator, [], None, LocalStore()),
+        planes.learner_links(LocalStore()),
         probe_env(cfg.env),
         start_state=path.read_bytes(),
     )

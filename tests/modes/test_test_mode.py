@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from joyrl_ray import trajectories
-from joyrl_ray.cli import run_from_cli
-from joyrl_ray.runner import RunResult, run
+from joyrl_ray.run import trajectories
+from joyrl_ray.run.cli import run_from_cli
+from joyrl_ray.run.runner import RunResult, run
 from tests.support.modes_setup import TRAIN_OVERRIDES
 from tests.support.runs import make_cfg, run_main
 

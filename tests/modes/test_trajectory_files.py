@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from joyrl_ray import trajectories
-from joyrl_ray.trajectories import TrajectoryWriter
-from joyrl_ray.video import MAX_FRAMES, MAX_SIDE, FrameSampler, write_gif
+from joyrl_ray.run import trajectories
+from joyrl_ray.run.trajectories import TrajectoryWriter
+from joyrl_ray.run.video import MAX_FRAMES, MAX_SIDE, FrameSampler, write_gif
 from tests.support.procs import kill_mid_write
 
 
@@ -52,7 +52,7 @@ def test_a_flush_killed_mid_write_leaves_what_was_flushed_before(tmp_path: Path)
     writes keeps the file as the previous flush left it."""
     writer_code = (
         "import numpy as np; from pathlib import Path; "
-        "from joyrl_ray.trajectories import TrajectoryWriter; "
+        "from joyrl_ray.run.trajectories import TrajectoryWriter; "
         f"writer = TrajectoryWriter(Path({str(tmp_path)!r}), max_per_file=1000); "
         "small = {'obs': np.zeros((4, 2), np.float32)}; "
         "writer.extend([small]); writer.flush(); "

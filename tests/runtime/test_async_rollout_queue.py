@@ -9,13 +9,14 @@ import time
 
 import numpy as np
 
+from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data.async_rollout_queue import AsyncRolloutQueue
+from joyrl_ray.data.clients import AsyncRolloutQueueClient
 from joyrl_ray.data_needs import AsyncRolloutNeeds
-from joyrl_ray.handles import LocalStore, RayHandle
-from joyrl_ray.messages import WorkerReport
-from joyrl_ray.plane_clients import AsyncRolloutQueueClient
-from joyrl_ray.planes import LocalPlanes, PlaneSetup
+from joyrl_ray.roles.worker.sender import Payload
+from joyrl_ray.wire.handles import LocalStore, RayHandle
+from joyrl_ray.wire.messages import WorkerReport
 
 STEPS, ENVS = 4, 2
 
@@ -30,15 +31,14 @@ def local_planes(batch: int = 2, lag: int = 1, capacity: int = 4, learners: int 
     )
     setup = PlaneSetup(stop_rule=StopRule(), needs=needs, n_workers=2, n_learners=learners)
     p = LocalPlanes(setup, LocalStore())
-    assert isinstance(p.queue_object, AsyncRolloutQueue)
-    return p, p.queue_object
+    assert isinstance(p.objects[0], AsyncRolloutQueue)
+    return p, p.objects[0]
 
 
 def push(p: LocalPlanes, worker: int, version: int, tag: float) -> None:
-    assert p.queue_object is not None
-    assert not p.queue_object.wait_for_room(worker, 0.0).throttled
+    assert not p.objects[0].wait_for_room(worker, 0.0).throttled
     report = WorkerReport(worker, STEPS * ENVS)
-    p.link(worker).push_rollout(worker, version, rollout(tag), report, 0).result()
+    p.sender(worker).send(worker, Payload(rollout(tag), -1, version), report, 0).result()
 
 
 def tags(grant) -> list[float]:
@@ -65,7 +65,7 @@ def test_rollouts_past_the_policy_lag_are_dropped_as_stale_and_counted() -> None
     push(p, 1, 1, 3)  # pushed late: dropped at once, never queued
     stats = queue.stats()
     assert stats.transitions_dropped == {"stale": 2 * STEPS * ENVS}
-    collected = p.server.stats().transitions_collected
+    collected = p.coordinator_object.stats().transitions_collected
     assert collected == 4 * STEPS * ENVS == stats.transitions_stored + 2 * STEPS * ENVS
     assert stats.buffer["rollout_lag_max"] == 1
 

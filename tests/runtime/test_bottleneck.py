@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from joyrl_ray.runner import run
+from joyrl_ray.run.runner import run
 from tests.support.cli_runs import step_latency, summary_of
 from tests.support.procs import task_dirs
 from tests.support.runs import make_cfg

@@ -3,8 +3,8 @@ env's step and each step is slow, measured from the workers' own seconds per env
 
 from __future__ import annotations
 
-from joyrl_ray.bottleneck import describe, judge
-from joyrl_ray.messages import LearnerTimes, WorkerTimes
+from joyrl_ray.run.bottleneck import describe, judge
+from joyrl_ray.wire.messages import LearnerTimes, WorkerTimes
 
 # 60 s of 2 workers: 100 s stepping, 20 s waiting; the learner waits for data most of it.
 WORKERS = WorkerTimes(step_s=100.0, push_wait_s=15.0, weights_wait_s=5.0)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from joyrl_ray.ray_version import SUPPORTED_RAY, is_supported
+from joyrl_ray.backends.ray_version import SUPPORTED_RAY, is_supported
 from tests.support.procs import ROOT, descendants, main_env, task_dirs
 
 OUTSIDE = "2.49.2"

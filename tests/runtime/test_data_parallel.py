@@ -35,8 +35,8 @@ from algos import get_algorithm
 from algos.parallel import DataParallel
 from envs.probe import probe_env
 from joyrl_ray.config import RunConfig
-from joyrl_ray.distributed import ProcessGroup
-from joyrl_ray.runner import run
+from joyrl_ray.roles.learner.distributed import ProcessGroup
+from joyrl_ray.run.runner import run
 from tests.support.runs import make_cfg
 
 # The rank actor below travels to Ray by value, not by module name.
@@ -359,7 +359,7 @@ def test_two_ppo_learners_with_several_minibatches_stop_early_on_target_kl_toget
 
 def checkpoint_digest(path: Path, cfg: RunConfig) -> str:
     """The parameters digest (as a learner computes it) of a checkpoint's policy."""
-    from joyrl_ray.checkpoint import load_checkpoint
+    from joyrl_ray.run.checkpoint import load_checkpoint
 
     policy = build_policy(cfg)
     policy.load_state_dict(load_checkpoint(path)["policy"])
@@ -370,7 +370,7 @@ def checkpoint_digest(path: Path, cfg: RunConfig) -> str:
 
 
 def adam_steps(path: Path) -> set[int]:
-    from joyrl_ray.checkpoint import load_checkpoint
+    from joyrl_ray.run.checkpoint import load_checkpoint
 
     state = load_checkpoint(path)["policy"]["optimizer"]["state"]
     return {int(s["step"]) for s in state.values()}

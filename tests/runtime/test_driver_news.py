@@ -15,8 +15,8 @@ from concurrent.futures import Future
 import pytest
 
 from joyrl_ray.control.coordinator import Coordinator, StopRule
-from joyrl_ray.handles import LocalStore
-from joyrl_ray.messages import CheckpointRef
+from joyrl_ray.wire.handles import LocalStore
+from joyrl_ray.wire.messages import CheckpointRef
 
 NEVER_S = 600.0  # the waiter's own deadline: reached only if the news never woke it
 PATIENCE_S = 30.0  # how long the test waits for the waiter to answer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from joyrl_ray.config import ConfigError, load_config
-from joyrl_ray.env_error_budget import EnvErrorBudget
+from joyrl_ray.control.env_error_budget import EnvErrorBudget
 
 
 def test_one_error_in_a_hundred_steps_for_ten_million_steps_never_stops() -> None:

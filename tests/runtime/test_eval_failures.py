@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from joyrl_ray.runner import run
+from joyrl_ray.run.runner import run
 from tests.support.runs import ROOT, make_cfg
 
 

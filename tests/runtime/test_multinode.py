@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from joyrl_ray.ray_version import installed_ray
+from joyrl_ray.backends.ray_version import installed_ray
 from tests.support.cli_runs import LIGHT_LEARNING, step_latency
 from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
 from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs

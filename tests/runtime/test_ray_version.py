@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from joyrl_ray.ray_cluster import ClusterError
-from joyrl_ray.ray_version import (
+from joyrl_ray.backends.ray_cluster import ClusterError
+from joyrl_ray.backends.ray_version import (
     SUPPORTED_RAY,
     check_ray_version,
     has_token_auth,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from joyrl_ray.config import ConfigError
-from joyrl_ray.runner import run
+from joyrl_ray.run.runner import run
 from tests.support.runs import ROOT, make_cfg
 
 PER = str(ROOT / "configs" / "cartpole_dqn_per.yaml")

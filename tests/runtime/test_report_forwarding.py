@@ -10,12 +10,13 @@ import time
 
 import numpy as np
 
+from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.clients import DataServerClient
 from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.data_needs import ReplayNeeds
-from joyrl_ray.handles import LocalHandle
-from joyrl_ray.messages import Placement, ReportTotals, WorkerReport
-from joyrl_ray.plane_clients import CoordinatorClient, DataServerClient
+from joyrl_ray.wire.handles import LocalHandle
+from joyrl_ray.wire.messages import Placement, ReportTotals, WorkerReport
 
 ROWS = 32
 INTERVAL_S = 0.2

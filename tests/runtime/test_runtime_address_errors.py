@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from joyrl_ray import ray_cluster
-from joyrl_ray.ray_cluster import ClusterError
+from joyrl_ray.backends import ray_cluster
+from joyrl_ray.backends.ray_cluster import ClusterError
 from tests.support.procs import free_port, main_env, task_dirs
 
 pytestmark = pytest.mark.ray_compat  # also run on the oldest supported Ray (.ci/run)

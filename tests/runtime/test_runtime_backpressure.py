@@ -9,11 +9,13 @@ from collections import deque
 import ray.cloudpickle
 
 from algos import get_algorithm
+from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.clients import DataServerClient
 from joyrl_ray.data.replay_shard import DataServer
-from joyrl_ray.handles import RayHandle, RayStore
-from joyrl_ray.plane_clients import CoordinatorClient, DataServerClient, WorkerLink
-from joyrl_ray.worker import Worker
+from joyrl_ray.flows.replay import ReplaySender
+from joyrl_ray.roles.worker.worker import Worker
+from joyrl_ray.wire.handles import RayHandle, RayStore
 from tests.support.runs import make_cfg
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -85,7 +87,7 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         client = CoordinatorClient(
             RayHandle("Coordinator", name="backpressure-coordinator", actor=coordinator_actor)
         )
-        worker = Worker(0, cfg, WorkerLink(client, shard), RayStore())
+        worker = Worker(0, cfg, ReplaySender(client, shard), RayStore())
         # As a learner does at its start: version 1 is published; the worker takes it from
         # an ack and fetches it once.
         client.publish_weights(worker.policy.get_weights(), 1).result(30)

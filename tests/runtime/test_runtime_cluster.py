@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from joyrl_ray.ray_version import installed_ray
+from joyrl_ray.backends.ray_version import installed_ray
 from tests.support.clusters import (
     JOB_ACTORS,
     TOKEN_AUTH,
@@ -238,7 +238,7 @@ def test_attach_by_ray_client_runs(cluster, tmp_path):
     _assert_cluster_up(cluster)
 
 
-CHECK = "from joyrl_ray.ray_cluster import check_address as c; c({!r})"
+CHECK = "from joyrl_ray.backends.ray_cluster import check_address as c; c({!r})"
 
 
 def test_auto_finds_the_cluster_from_ray_address(cluster):

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from joyrl_ray.checkpoint import checkpoint_updates
+from joyrl_ray.run.checkpoint import checkpoint_updates
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.clients import RolloutQueueClient
 from joyrl_ray.data.rollout_queue import RolloutQueue
-from joyrl_ray.handles import RayHandle, RayStore
-from joyrl_ray.messages import WorkerReport
-from joyrl_ray.plane_clients import CoordinatorClient, RolloutQueueClient, WorkerLink
+from joyrl_ray.flows.rollouts import RolloutSender
+from joyrl_ray.roles.worker.sender import Payload
+from joyrl_ray.wire.handles import RayHandle, RayStore
+from joyrl_ray.wire.messages import WorkerReport
 
 STEPS = 16
 
@@ -41,10 +44,11 @@ def test_stale_rollouts_are_dropped_and_counted(ray_session):
     coordinator = CoordinatorClient(
         RayHandle("Coordinator", name="stale-rollouts-coordinator", actor=coordinator_actor)
     )
-    link = WorkerLink(coordinator, queue)
+    sender = RolloutSender(coordinator, queue, STEPS)
 
     def push(version: int, fill: float):
-        return link.push_rollout(0, version, _rollout(fill), WorkerReport(0, STEPS), 0).result(30)
+        payload = Payload(_rollout(fill), -1, version)
+        return sender.send(0, payload, WorkerReport(0, STEPS), 0).result(30)
 
     def accounted() -> tuple[int, int, dict[str, int]]:
         stats = queue.stats().result(30)

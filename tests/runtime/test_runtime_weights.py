@@ -15,12 +15,12 @@ import ray.cloudpickle
 
 from algos import get_algorithm
 from envs.probe import probe_env
+from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S
-from joyrl_ray.handles import RayStore
-from joyrl_ray.learner import LEARNED, Learner
-from joyrl_ray.planes import PlaneSetup, RayPlanes
-from joyrl_ray.worker import Worker
+from joyrl_ray.roles.learner.learner import LEARNED, Learner
+from joyrl_ray.roles.worker.worker import Worker
+from joyrl_ray.wire.handles import RayStore
 from tests.support.runs import make_cfg
 
 # The probe subclasses below travel to the actors by value, not by module name.
@@ -74,7 +74,9 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
         .options(num_cpus=0)
         .remote(cfg, planes.learner_links(), probe_env(cfg.env))
     )
-    worker = ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, planes.link(0), RayStore())
+    worker = (
+        ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, planes.sender(0), RayStore())
+    )
     obs = _probe_obs()
     try:
         ray.get(learner.start.remote(None))

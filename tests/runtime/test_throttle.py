@@ -17,8 +17,8 @@ import csv
 
 import pytest
 
-from joyrl_ray.learner import MAX_UPDATES_PER_ROUND, REPORT_EVERY_S
-from joyrl_ray.runner import run
+from joyrl_ray.roles.learner.learner import MAX_UPDATES_PER_ROUND, REPORT_EVERY_S
+from joyrl_ray.run.runner import run
 from tests.support.procs import task_dirs
 from tests.support.runs import make_cfg
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from joyrl_ray.placement import wait_for_death
+from joyrl_ray.backends.placement import wait_for_death
 
 pytestmark = pytest.mark.ray_compat
 

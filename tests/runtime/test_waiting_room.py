@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from joyrl_ray import waiting
-from joyrl_ray.waiting import WaitingRoom
+from joyrl_ray.wire import waiting
+from joyrl_ray.wire.waiting import WaitingRoom
 
 
 class Shard(WaitingRoom):

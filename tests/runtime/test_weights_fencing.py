@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from joyrl_ray.control.coordinator import Coordinator, StopRule
-from joyrl_ray.handles import LocalStore
-from joyrl_ray.messages import Placement
+from joyrl_ray.wire.handles import LocalStore
+from joyrl_ray.wire.messages import Placement
 
 WORKER = Placement(role="worker 0", node_id="node", ip="127.0.0.1", pid=1)
 

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from algos import get_algorithm
+from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS
 from joyrl_ray.config import RunConfig, load_config
 from joyrl_ray.control.coordinator import StopRule
-from joyrl_ray.handles import LocalStore
-from joyrl_ray.planes import LocalPlanes, PlaneSetup
-from joyrl_ray.worker import Worker
+from joyrl_ray.roles.worker.worker import Worker
+from joyrl_ray.wire.handles import LocalStore
 
 GOAL, N_ENVS, CHUNK, STEPS = 5, 3, 7, 420  # STEPS: 20 chunks of 7 vector steps of 3 envs
 
@@ -68,14 +68,14 @@ def collect(*overrides: str) -> tuple[dict[str, np.ndarray], list[Any]]:
     )
     store = LocalStore()
     planes = LocalPlanes(setup, store)
-    worker = Worker(0, cfg, planes.link(0), store)
+    worker = Worker(0, cfg, planes.sender(0), store)
     worker.start()
     while worker.step(0.0):
         pass
     worker.finish()
-    buffer = planes.shard_objects[0].buffer
+    buffer = planes.objects[0].buffer
     stored = {key: column[: len(buffer)] for key, column in buffer.columns.items()}
-    return stored, planes.server.drain_reports().episodes
+    return stored, planes.coordinator_object.drain_reports().episodes
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from algos import get_algorithm
+from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.control.coordinator import StopRule
-from joyrl_ray.handles import LocalStore
-from joyrl_ray.planes import LocalPlanes, PlaneSetup
-from joyrl_ray.worker import Worker
+from joyrl_ray.roles.worker.worker import Worker
+from joyrl_ray.wire.handles import LocalStore
 from tests.support.runs import make_cfg
 
 CHUNK, LEARN_START, MAX_ENV_STEPS = 64, 64, 100_000
@@ -47,8 +47,8 @@ def test_a_held_back_worker_acts_with_the_weights_published_while_it_waited(
     )
     store = LocalStore()
     planes = LocalPlanes(setup, store)
-    server, shard = planes.server, planes.shard_objects[0]
-    worker = Worker(0, cfg, planes.link(0), store)
+    server, shard = planes.coordinator_object, planes.objects[0]
+    worker = Worker(0, cfg, planes.sender(0), store)
     worker.start()
     for _ in range(20):  # no learner: past learn_start the ratio holds the worker back
         worker.step(0.0)

@@ -69,7 +69,7 @@ def train_in_process(
     the imports and a Ray start of its own: seconds of CPU a run, on a machine whose cores
     the other tests share. The test's own timeout bounds it."""
     from joyrl_ray.config import RunConfig, load_config
-    from joyrl_ray.runner import run
+    from joyrl_ray.run.runner import run
 
     cfg = load_config(config_path(config), _train_overrides(tasks, threshold, overrides))
     result = run(RunConfig.from_omegaconf(cfg))

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from joyrl_ray.ray_version import has_token_auth, installed_ray
+from joyrl_ray.backends.ray_version import has_token_auth, installed_ray
 from tests.support.procs import Proc, descendants, free_port, kill_procs, main_env, wait_gone
 
 START_TIMEOUT_S = 180

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import torch
 
-from joyrl_ray.checkpoint import checkpoint_updates
+from joyrl_ray.run.checkpoint import checkpoint_updates
 from tests.support.procs import TrackedRun, descendants, task_dirs
 
 T = TypeVar("T")

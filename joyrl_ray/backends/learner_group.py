@@ -1,0 +1,131 @@
+"""The learner actors of a Ray run, as one group (RLlib's ``LearnerGroup``).
+
+The group owns its actors and their restarts: all ranks sit in one placement group
+(reserved before any worker, so that workers cannot take its resources), start together
+(rank 0 names the address the group meets at), and are restarted together, from the
+driver's newest checkpoint, when any of them dies, up to ``max_learner_restarts`` times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from joyrl_ray.backends.placement import Requests, actor_options, learner_group, wait_for_death
+from joyrl_ray.backends.runtime import LearnerSetup, RoleEvents
+from joyrl_ray.general_config import GeneralConfig
+from joyrl_ray.roles.learner.client import LearnerClient
+from joyrl_ray.roles.learner.learner import Learner, LearnerResult
+from joyrl_ray.roles.learner.source import LearnerLinks
+from joyrl_ray.wire.handles import Call, RayHandle, RoleDied
+
+PLACEMENT_TIMEOUT_S = 60.0
+NODE_DEATH_WAIT_S = 90.0  # Ray's node health checks: 5 misses, 3 s apart, 10 s timeouts
+RENDEZVOUS_TIMEOUT_S = 120.0
+
+
+class LearnerGroup:
+    """``n_learners`` learner actors in one placement group; their restarts."""
+
+    def __init__(
+        self,
+        cfg: Any,
+        general: GeneralConfig,
+        links: LearnerLinks,
+        setup: LearnerSetup,
+        requests: Requests,
+    ) -> None:
+        import ray
+
+        self.ray = ray
+        self.cfg, self.general, self.links, self.setup = cfg, general, links, setup
+        self.request = requests.learner or {}
+        self.group = learner_group(general, self.request)
+        self.generation = 0
+        self.restarts = 0
+        self.actors: list[Any] = []
+
+    def create(self, start_state: bytes | None) -> None:
+        """The learner actors, in the group's placement group (RoleDied if it cannot be placed)."""
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        general = self.general
+        self.generation += 1
+        ready, _ = self.ray.wait([self.group.ready()], timeout=PLACEMENT_TIMEOUT_S)
+        if not ready:
+            raise RoleDied(
+                f"the learners' placement group ({general.n_learners} x "
+                f"{self.request}) could not be placed within {PLACEMENT_TIMEOUT_S:g} s"
+            )
+        state_ref = self.ray.put(start_state) if start_state is not None else None
+        options = actor_options(self.request)
+        world = general.n_learners
+        self.actors = [
+            self.ray.remote(Learner)
+            .options(
+                **options,
+                max_restarts=0,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=self.group, placement_group_bundle_index=rank
+                ),
+            )
+            .remote(
+                self.cfg,
+                self.links,
+                self.setup.spaces,
+                rank=rank,
+                world_size=world,
+                generation=self.generation,
+                start_state=state_ref,
+                threads=max(1, int(general.learner_num_cpus)),
+            )
+            for rank in range(world)
+        ]
+
+    def run(self) -> list[Call[LearnerResult]]:
+        """Start every rank's loop (rank 0 first names the address the group meets at);
+        each rank's call, by rank."""
+        clients = [
+            LearnerClient(RayHandle(f"learner {rank}", actor=a))
+            for rank, a in enumerate(self.actors)
+        ]
+        address = None
+        if len(clients) > 1:
+            address = clients[0].rendezvous().result(timeout_s=RENDEZVOUS_TIMEOUT_S)
+        return [client.run(address) for client in clients]
+
+    def restart(self, why: str, events: RoleEvents) -> list[Call[LearnerResult]]:
+        """After a rank died: end the others and start the group again from the newest
+        checkpoint, within the restart budget; the new ranks' calls (none when it could
+        not restart: ``events`` then says why the run stops)."""
+        general = self.general
+        wait_for_death(self.actors, NODE_DEATH_WAIT_S)  # a lost node: until Ray knows it
+        for actor in self.actors:
+            self.ray.kill(actor, no_restart=True)
+        if self.restarts >= general.max_learner_restarts:
+            events.failure = (
+                f"the learner group failed {self.restarts + 1} times "
+                f"(general_cfg.max_learner_restarts={general.max_learner_restarts}); last: {why}"
+            )
+            events.failure_reason = "learner_failed"
+            return []
+        self.restarts += 1
+        state = self.setup.latest_state() or self.setup.start_state
+        events.log.append(
+            f"learner died ({why}); restarting the learner group from "
+            f"{'its last checkpoint' if state else 'scratch (no checkpoint yet)'} "
+            f"(restart {self.restarts} of {general.max_learner_restarts})"
+        )
+        try:
+            self.create(state)
+            return self.run()
+        except RoleDied as exc:  # e.g. its pinned node was lost and no other node can hold it
+            events.failure = f"the learner group could not be restarted: {exc}"
+            events.failure_reason = "learner_failed"
+            return []
+
+    def shutdown(self) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in self.actors:
+            self.ray.kill(actor, no_restart=True)
+        remove_placement_group(self.group)

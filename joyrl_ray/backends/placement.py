@@ -1,0 +1,318 @@
+"""Where the roles run on a Ray cluster, and whether the cluster can hold them at all.
+
+- Learners: one placement group, one bundle per learner (``learner_num_cpus``,
+  ``learner_num_gpus``, ``learner_resources``), packed onto one node by default
+  (``learner_placement``), so the ranks sit together for their gradient exchange.
+- Workers: spread over the nodes by default (``worker_placement``), with
+  ``worker_resources`` to pin them to node types.
+- The DataServer: on the driver's node (it answers the driver's calls most often), or
+  wherever ``data_server_resources`` says. The online evaluator sits on the driver's node
+  too (the driver hands it every checkpoint).
+
+:func:`check_fits` runs before any actor starts: a request that no node can hold is one
+line (what was asked, what the largest node has) and exit code 2, never a silent hang.
+Each role reports where it runs (:class:`~joyrl_ray.wire.messages.Placement`); the run's
+"cluster: ..." line and ``summary.json["placement"]`` come from :func:`placement_line` and
+:func:`placement_summary`, by node (ip, with a short node id where nodes share an ip).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from joyrl_ray.general_config import GeneralConfig
+from joyrl_ray.wire.messages import Placement
+from joyrl_ray.wire.where import node_here
+
+STANDARD = ("CPU", "GPU", "memory", "object_store_memory")
+
+
+@dataclass
+class Node:
+    node_id: str
+    ip: str
+    resources: dict[str, float]
+    head: bool = False  # the node the cluster's GCS runs on
+
+    @property
+    def custom(self) -> dict[str, float]:
+        """User-defined resources (``ray start --resources``), without Ray's own."""
+        return {
+            k: v
+            for k, v in self.resources.items()
+            if k not in STANDARD and not k.startswith("node:")
+        }
+
+
+@dataclass
+class Requests:
+    """Per-actor resource requests of a run."""
+
+    worker: dict[str, float]
+    learner: dict[str, float] | None  # None in test mode
+    n_workers: int
+    n_learners: int
+    nodes: list[Node] = field(default_factory=list)  # the cluster's alive nodes at the start
+
+
+class ClusterFitError(ValueError):
+    """A request the cluster can never hold; the message says what and what there is."""
+
+
+def _gcs_host() -> str | None:
+    """The host of the cluster's GCS, which runs on the head node (None if Ray won't say,
+    e.g. for a Ray Client driver)."""
+    import ray
+
+    try:
+        address = ray.get_runtime_context().gcs_address
+    except Exception:  # a Ray Client driver has no runtime context of its own
+        return None
+    return str(address).rpartition(":")[0].strip("[]") or None
+
+
+def alive_nodes() -> list[Node]:
+    import ray
+
+    nodes = [
+        Node(n["NodeID"], n["NodeManagerAddress"], dict(n["Resources"]))
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
+    head_host = _gcs_host()
+    heads = [n for n in nodes if n.ip == head_host]
+    if len(heads) == 1:  # nodes sharing the GCS's ip leave the head unknown
+        heads[0].head = True
+    return nodes
+
+
+def _fits(request: dict[str, float], resources: dict[str, float]) -> bool:
+    return all(resources.get(k, 0.0) + 1e-9 >= v for k, v in request.items() if v > 0)
+
+
+def _shown(request: dict[str, float]) -> str:
+    return ", ".join(f"{v:g} {k}" for k, v in request.items() if v > 0) or "nothing"
+
+
+def _largest(nodes: list[Node], request: dict[str, float]) -> str:
+    """What the node closest to holding ``request`` has of each thing asked for."""
+    keys = [k for k, v in request.items() if v > 0] or ["CPU"]
+    missing = [k for k in keys if not any(n.resources.get(k, 0.0) > 0 for n in nodes)]
+    if any(k not in ("CPU", "GPU") for k in missing):
+        custom = sorted({k for n in nodes for k in n.custom})
+        return (
+            f"no node has {', '.join(repr(k) for k in missing)} (custom resources in the "
+            f"cluster: {', '.join(custom) or 'none'}; a node gets one with "
+            f"`ray start --resources='{{\"{missing[-1]}\": 1}}'`)"
+        )
+
+    def closeness(node: Node) -> tuple[int, int, tuple[float, ...]]:
+        have = [node.resources.get(k, 0.0) for k in keys]
+        enough = sum(h + 1e-9 >= request[k] for h, k in zip(have, keys, strict=True))
+        return enough, sum(h > 0 for h in have), tuple(have)
+
+    best = max(nodes, key=closeness)
+    have = ", ".join(f"{best.resources.get(k, 0.0):g} {k}" for k in keys)
+    return f"the largest node ({best.ip}) has {have}"
+
+
+HINTS = {
+    "worker": "general_cfg.worker_num_cpus / worker_resources",
+    "learner": "general_cfg.learner_num_cpus / learner_num_gpus / learner_resources",
+}
+
+
+def check_fits(requests: Requests, nodes: list[Node]) -> None:
+    """Raise ClusterFitError unless every actor fits some node and all fit the cluster."""
+    roles = [("worker", requests.worker, requests.n_workers)]
+    if requests.learner is not None:
+        roles.append(("learner", requests.learner, requests.n_learners))
+    for role, request, _ in roles:
+        if not any(_fits(request, n.resources) for n in nodes):
+            raise ClusterFitError(
+                f"each {role} asks for {_shown(request)}, which no node of the Ray cluster "
+                f"can hold: {_largest(nodes, request)}; adjust {HINTS[role]}"
+            )
+    total: dict[str, float] = {}
+    for _, request, count in roles:
+        for key, value in request.items():
+            total[key] = total.get(key, 0.0) + value * count
+    have: dict[str, float] = {}
+    for node in nodes:
+        for key, value in node.resources.items():
+            have[key] = have.get(key, 0.0) + value
+    for key, wanted in total.items():
+        if wanted > have.get(key, 0.0) + 1e-9:
+            raise ClusterFitError(
+                f"the run asks for {wanted:g} {key} in total but the Ray cluster has "
+                f"{have.get(key, 0.0):g}; lower general_cfg.n_workers / n_learners or the "
+                "per-role requests (worker_num_cpus, learner_num_cpus, learner_num_gpus, "
+                "worker_resources, learner_resources)"
+            )
+
+
+def wait_for_death(actors: list[Any], timeout_s: float) -> bool:
+    """Wait until Ray reports one of ``actors`` dead; False if none is within ``timeout_s``.
+
+    A role on a lost node looks to its callers like a broken connection well before Ray
+    declares the node dead (its health checks take ~15-30 s). Until then Ray still counts
+    the node's resources, so a role restarted at once may be placed on the lost node again.
+    Ray says an actor is dead by failing a call to it with ``ActorDiedError``; the call is
+    ``__ray_ready__``, which Ray gives every actor; a call that cannot reach the actor yet
+    (``ActorUnavailableError``, or no answer) means Ray does not know yet.
+    """
+    import ray
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
+
+    if not actors:
+        return True
+    deadline = time.monotonic() + timeout_s
+    pending = {actor.__ray_ready__.remote(): actor for actor in actors}
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=min(left, 0.5))
+        for ref in done:
+            actor = pending.pop(ref)
+            try:
+                ray.get(ref, timeout=0)
+            except ActorDiedError:
+                return True
+            except (ActorUnavailableError, GetTimeoutError):
+                pass
+            time.sleep(0.2)  # alive, or not reachable yet: ask again
+            pending[actor.__ray_ready__.remote()] = actor
+    return False
+
+
+def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool) -> float:
+    """CPUs per worker: as configured, or an even share of what the learners leave."""
+    if general.worker_num_cpus is not None:
+        return float(general.worker_num_cpus)
+    total = sum(n.resources.get("CPU", 0.0) for n in nodes)
+    learners = general.n_learners * general.learner_num_cpus if train else 0.0
+    share = (total - learners) / general.n_workers
+    # Whole hundredths that fit in what the learners leave (the sum never exceeds the
+    # cluster); none when the learners ask for every CPU: the workers then share the cores.
+    return max(min(1.0, int(share * 100 + 1e-9) / 100), 0.0)
+
+
+def make_requests(general: GeneralConfig, nodes: list[Node], train: bool) -> Requests:
+    worker = {"CPU": worker_cpus(general, nodes, train), **general.worker_resources}
+    learner = None
+    if train:
+        learner = {
+            "CPU": general.learner_num_cpus,
+            "GPU": general.learner_num_gpus,
+            **general.learner_resources,
+        }
+    return Requests(worker, learner, general.n_workers, general.n_learners, list(nodes))
+
+
+def actor_options(request: dict[str, float]) -> dict[str, Any]:
+    """``ray.remote(...).options`` for a resource request."""
+    custom = {k: v for k, v in request.items() if k not in ("CPU", "GPU") and v > 0}
+    options: dict[str, Any] = {"num_cpus": request.get("CPU", 0.0)}
+    if request.get("GPU", 0.0) > 0:
+        options["num_gpus"] = request["GPU"]
+    if custom:
+        options["resources"] = custom
+    return options
+
+
+def worker_strategy(general: GeneralConfig) -> str:
+    return "SPREAD" if general.worker_placement == "spread" else "DEFAULT"
+
+
+def driver_node_options() -> dict[str, Any]:
+    """Pin an actor to the driver's node (nothing to pin for a Ray Client driver)."""
+    node_id, _ = node_here()
+    if node_id == "local":  # e.g. a Ray Client driver, which is no node of the cluster
+        return {}
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False)}
+
+
+def data_server_options(general: GeneralConfig) -> dict[str, Any]:
+    """Pin the DataServer to the driver's node unless resources say where it goes."""
+    if general.data_server_resources:
+        return {"resources": dict(general.data_server_resources)}
+    return driver_node_options()
+
+
+def learner_group(general: GeneralConfig, request: dict[str, float]) -> Any:
+    """A placement group with one bundle per learner."""
+    from ray.util.placement_group import placement_group
+
+    bundle = {k: v for k, v in request.items() if v > 0}
+    strategy = "PACK" if general.learner_placement == "pack" else "SPREAD"
+    return placement_group([bundle] * general.n_learners, strategy=strategy)
+
+
+def describe(nodes: list[Node]) -> str:
+    """``2 nodes, 3 CPUs, 0 GPUs``, and for a cluster this run attached to, which one
+    (``, joined 10.0.0.5:6379 (from RAY_ADDRESS)``)."""
+    from joyrl_ray.backends.ray_cluster import joined_cluster
+
+    cpus = sum(n.resources.get("CPU", 0.0) for n in nodes)
+    gpus = sum(n.resources.get("GPU", 0.0) for n in nodes)
+    line = f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {cpus:g} CPUs, {gpus:g} GPUs"
+    joined = joined_cluster()
+    return f"{line}, joined {joined}" if joined else line
+
+
+def _labels(node_ids: dict[str, str]) -> dict[str, str]:
+    """node id -> its ip, with a short node id added where several nodes share an ip."""
+    by_ip: dict[str, set[str]] = {}
+    for node_id, ip in node_ids.items():
+        by_ip.setdefault(ip, set()).add(node_id)
+    return {
+        node_id: ip if len(by_ip[ip]) == 1 else f"{ip} ({node_id[:8]})"
+        for node_id, ip in node_ids.items()
+    }
+
+
+def placement_line(nodes_line: str, placements: dict[str, Placement]) -> str:
+    """``cluster: 2 nodes, 3 CPUs, 0 GPUs; 10.0.0.5: data server, worker 0; 10.0.0.6: ...``"""
+    labels = _labels({p.node_id: p.ip for p in placements.values()})
+    where: dict[str, list[str]] = {}
+    for role, place in sorted(placements.items()):
+        where.setdefault(labels[place.node_id], []).append(role)
+    roles = "; ".join(f"{node}: {', '.join(names)}" for node, names in where.items())
+    return f"cluster: {nodes_line}; {roles}"
+
+
+def placement_summary(
+    nodes_line: str, nodes: list[Node], placements: dict[str, Placement]
+) -> dict[str, Any]:
+    """``summary.json["placement"]``: the cluster, its nodes (those at the start, lost or not,
+    and those that joined since) with the roles each held at the end, and where each role
+    runs (after any restarts)."""
+    now = alive_nodes() if nodes else []
+    alive_now = {n.node_id for n in now}
+    started = {n.node_id for n in nodes}
+    nodes_out = []
+    for node in [*nodes, *(n for n in now if n.node_id not in started)]:
+        nodes_out.append(
+            {
+                "node_id": node.node_id,
+                "ip": node.ip,
+                "head": node.head,
+                "CPU": node.resources.get("CPU", 0.0),
+                "GPU": node.resources.get("GPU", 0.0),
+                "resources": node.custom,
+                "roles": sorted(r for r, p in placements.items() if p.node_id == node.node_id),
+                "lost": node.node_id not in alive_now,
+                "joined": node.node_id not in started,
+            }
+        )
+    return {
+        "cluster": nodes_line,
+        "nodes": nodes_out,
+        "nodes_lost": [n["ip"] for n in nodes_out if n["lost"]],
+        "roles": {role: vars(p) for role, p in sorted(placements.items())},
+    }

@@ -1,0 +1,205 @@
+"""What a backend builds for a run: the coordinator and its flow's data plane.
+
+The flow (:func:`~joyrl_ray.flows.registry.flow_for` of the algorithm's needs) says which
+data-plane actors there are; a backend says how an actor starts: :class:`LocalPlanes` as
+plain objects in this process, :class:`RayPlanes` as threaded Ray actors (callers that
+wait, such as throttled workers, learners ahead of the data or the driver's news, block
+inside their call without blocking the others). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from joyrl_ray.control.client import CoordinatorClient
+from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.report_forwarder import ReportSink
+from joyrl_ray.data_needs import DataNeeds
+from joyrl_ray.flows.base import DataFlow, DataPlane, DataSetup
+from joyrl_ray.flows.registry import flow_for
+from joyrl_ray.roles.learner.source import LearnerLinks
+from joyrl_ray.roles.worker.sender import WorkerSender
+from joyrl_ray.wire.handles import Handle, LocalHandle, ObjectStore, RayHandle, RayStore
+from joyrl_ray.wire.messages import Counters
+
+
+@dataclass
+class PlaneSetup:
+    """Everything the coordinator and the data plane start from."""
+
+    stop_rule: StopRule
+    needs: DataNeeds | None  # None in test mode: nothing is stored
+    n_workers: int
+    n_learners: int = 1
+    n_shards: int = 1
+    learner_lag_tolerance: int = 64
+    counters: Counters | None = None
+    seed: int | None = None
+    saved_replay: dict[str, np.ndarray] | None = None  # a resumed run's kept replay
+
+    def flow(self) -> DataFlow:
+        return flow_for(self.needs)
+
+    def data_setup(self) -> DataSetup:
+        return DataSetup(
+            n_workers=self.n_workers,
+            n_learners=self.n_learners,
+            n_shards=self.n_shards,
+            learner_lag_tolerance=self.learner_lag_tolerance,
+            seed=self.seed,
+            saved_replay=self.saved_replay,
+        )
+
+    def coordinator_kwargs(self, flow: DataFlow) -> dict[str, Any]:
+        return {
+            "stop_rule": self.stop_rule,
+            "n_workers": self.n_workers,
+            "learning": flow.learning,
+            "counters": self.counters,
+        }
+
+
+class LocalFactory:
+    """Data-plane actors as plain objects; a shard forwards each report at once (the run
+    stays reproducible)."""
+
+    forward_every_s: float | None = 0.0
+
+    def __init__(self, report_sink: ReportSink) -> None:
+        self.report_sink: ReportSink | None = report_sink
+        self.objects: list[Any] = []
+
+    def start(
+        self,
+        cls: type,
+        role: str,
+        name: str,
+        kwargs: dict[str, Any],
+        *,
+        callers: int,
+        restartable: bool,
+    ) -> Handle:
+        obj = cls(**kwargs)
+        self.objects.append(obj)
+        return LocalHandle(obj, role)
+
+
+class LocalPlanes:
+    """The coordinator and the data plane as plain objects in this process, with clients."""
+
+    def __init__(self, setup: PlaneSetup, store: ObjectStore) -> None:
+        self.flow = setup.flow()
+        self.coordinator_object = Coordinator(**setup.coordinator_kwargs(self.flow), store=store)
+        self.coordinator = CoordinatorClient(LocalHandle(self.coordinator_object, "Coordinator"))
+        factory = LocalFactory(self.coordinator)
+        self.data: DataPlane = self.flow.build(factory, setup.data_setup())
+        self.objects = factory.objects  # the data plane's objects, in the order built
+        self.coordinator_object.data_plane = list(self.data.clients)
+
+    def sender(self, worker_id: int) -> WorkerSender:
+        return self.data.worker_sender(worker_id, self.coordinator)
+
+    def learner_links(self, store: ObjectStore) -> LearnerLinks:
+        return LearnerLinks(self.coordinator, self.data.learner_source(), store)
+
+
+class RayFactory:
+    """Data-plane actors as threaded Ray actors, named by run; a restartable one is
+    restarted by Ray (``max_restarts=-1``) from its first arguments."""
+
+    forward_every_s: float | None = None
+
+    def __init__(
+        self, run_id: str, report_sink: ReportSink, per_caller: int, others: int, options: Any
+    ) -> None:
+        self.run_id = run_id
+        self.report_sink: ReportSink | None = report_sink
+        self.per_caller, self.others, self.options = per_caller, others, options
+        self.actors: list[Any] = []
+
+    def start(
+        self,
+        cls: type,
+        role: str,
+        name: str,
+        kwargs: dict[str, Any],
+        *,
+        callers: int,
+        restartable: bool,
+    ) -> Handle:
+        import ray
+
+        actor_name = f"joyrl-{name}-{self.run_id}"
+        restarts = {"max_restarts": -1} if restartable else {}
+        actor = (
+            ray.remote(cls)
+            .options(
+                num_cpus=0,
+                max_concurrency=callers * self.per_caller + self.others,
+                name=actor_name,
+                **restarts,
+                **self.options,
+            )
+            .remote(**kwargs)
+        )
+        self.actors.append(actor)
+        return RayHandle(role, name=actor_name, actor=actor)
+
+
+class RayPlanes:
+    """The coordinator and the data plane as Ray actors, with clients."""
+
+    def __init__(
+        self,
+        setup: PlaneSetup,
+        *,
+        max_pushes_in_flight: int = 2,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        import ray
+
+        run_id = uuid.uuid4().hex[:12]
+        coordinator_name = f"joyrl-coordinator-{run_id}"
+        # The data plane forwards its workers' reports to the coordinator, found by its name
+        # (a restarted shard finds it again; the coordinator is created last).
+        named_coordinator = CoordinatorClient(RayHandle("Coordinator", name=coordinator_name))
+        options = options or {}
+        per_caller = max_pushes_in_flight + 2
+        others = 4 * setup.n_learners + 8
+        self.flow = setup.flow()
+        factory = RayFactory(run_id, named_coordinator, per_caller, others, options)
+        self.data: DataPlane = self.flow.build(factory, setup.data_setup())
+        self.actors = factory.actors
+        self.coordinator_actor = (
+            ray.remote(Coordinator)
+            .options(
+                num_cpus=0,
+                max_concurrency=setup.n_workers * per_caller + others,
+                name=coordinator_name,
+                **options,
+            )
+            .remote(
+                **setup.coordinator_kwargs(self.flow),
+                store=RayStore(),
+                data_plane=self.data.clients,
+            )
+        )
+        self.coordinator = CoordinatorClient(
+            RayHandle("Coordinator", name=coordinator_name, actor=self.coordinator_actor)
+        )
+
+    def sender(self, worker_id: int) -> WorkerSender:
+        return self.data.worker_sender(worker_id, self.coordinator)
+
+    def learner_links(self) -> LearnerLinks:
+        return LearnerLinks(self.coordinator, self.data.learner_source(), RayStore())
+
+    def kill(self) -> None:
+        import ray
+
+        for actor in [self.coordinator_actor, *self.actors]:
+            ray.kill(actor, no_restart=True)

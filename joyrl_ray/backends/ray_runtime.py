@@ -1,0 +1,170 @@
+"""``mp_backend: ray``: every role an actor, each running its own loop.
+
+The runtime starts the coordinator and the data plane (:class:`~.planes.RayPlanes`), the
+learner group (:class:`~.learner_group.LearnerGroup`, reserved first) and the worker fleet
+(:class:`~.worker_fleet.WorkerFleet`), which keep their own actors healthy; Ray restarts a
+replay shard that died, empty. ``advance`` waits for whichever comes first: a role's loop
+ending, the evaluation running answering, or news for the driver (a checkpoint, the stop).
+"""
+
+from __future__ import annotations
+
+from concurrent import futures
+from typing import Any
+
+from joyrl_ray.backends.learner_group import LearnerGroup
+from joyrl_ray.backends.placement import Requests, data_server_options
+from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
+from joyrl_ray.backends.runtime import (
+    Evaluations,
+    LearnerSetup,
+    RoleEvents,
+    RoleResults,
+    Spaces,
+)
+from joyrl_ray.backends.worker_fleet import WorkerFleet
+from joyrl_ray.config import RunConfig
+from joyrl_ray.flows.base import DataPlane
+from joyrl_ray.roles.evaluator.client import EvaluatorClient
+from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
+from joyrl_ray.wire.handles import (
+    Call,
+    ObjectStore,
+    RayCall,
+    RayStore,
+    RoleDied,
+    RoleError,
+    RoleFailed,
+    ThreadCall,
+    ThreadHandle,
+)
+
+RESULT_TIMEOUT_S = 30.0
+
+
+class RayRuntime(Evaluations):
+    """Every role an actor; the driver's view of them."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        setup: PlaneSetup,
+        learner: LearnerSetup | None,
+        spaces: Spaces,
+        requests: Requests,
+    ) -> None:
+        import ray
+
+        self.ray = ray
+        general = cfg.general
+        self.store: ObjectStore = RayStore()
+        self.planes = RayPlanes(
+            setup,
+            max_pushes_in_flight=general.max_pushes_in_flight,
+            options=data_server_options(general),
+        )
+        self.data: DataPlane = self.planes.data
+        self.coordinator = self.planes.coordinator
+        self.results = RoleResults()
+        self.runs: dict[Any, tuple[str, int]] = {}  # call -> (role, index)
+        self.learners: LearnerGroup | None = None
+        if learner is not None:
+            # Created before the workers, so that it gets one of the processes Ray prestarts:
+            # on-policy workers wait for the learner's first weights, and the learner has
+            # more to start (its optimizer imports torch's compiler: about a CPU-second).
+            links = self.planes.learner_links()
+            self.learners = LearnerGroup(cfg, general, links, learner, requests)
+            self.learners.create(learner.start_state)
+        self.fleet = WorkerFleet(cfg, self.planes, requests)
+        self._submit("worker", self.fleet.run())
+        if self.learners is not None:  # workers and learners start side by side
+            self._submit("learner", self.learners.run())
+        # The online evaluator lives in the driver's process, on a thread of its own: torch
+        # is imported there already, the checkpoints' weights arrive there, and no extra
+        # process competes with the workers and learners while they start.
+        self.evaluator: EvaluatorClient | None = None
+        self._evaluator_thread: ThreadHandle | None = None
+        self._evaluating: Call[Any] | None = None
+        # The coordinator's answer once a checkpoint or the stop comes (see advance).
+        self._news: Call[int] | None = None
+        self._news_seen = 0
+        self._news_ok = True
+        if learner is not None and general.online_eval:
+            self._evaluator_thread = ThreadHandle(OnlineEvaluator(cfg, spaces), "Evaluator")
+            self.evaluator = EvaluatorClient(self._evaluator_thread)
+        self.finished = False
+
+    def _watch(self, call: Call[Any]) -> None:
+        self._evaluating = call
+
+    def _submit(self, role: str, calls: list[Call[Any]]) -> None:
+        for index, call in enumerate(calls):
+            self.runs[call] = (role, index)
+
+    def _learner_died(self, why: str, events: RoleEvents) -> None:
+        assert self.learners is not None
+        for call, (role, _) in list(self.runs.items()):
+            if role == "learner":
+                del self.runs[call]
+        self._submit("learner", self.learners.restart(why, events))
+        self.results.learner_restarts = self.learners.restarts
+
+    def advance(self, timeout_s: float) -> RoleEvents:
+        """Wait up to ``timeout_s`` for a role to end, for the evaluation running to answer
+        or for news for the driver (a checkpoint, the stop); handle what ended."""
+        events = RoleEvents()
+        if not self.runs:
+            self.finished = True
+            return events
+        refs = {call.ref: call for call in self.runs}
+        watched = [call.completion for call in self.runs]
+        if self._evaluating is not None and self._evaluating.done():
+            self._evaluating = None
+        for call in (self._evaluating, self._news_call(timeout_s)):
+            if isinstance(call, RayCall | ThreadCall):
+                watched.append(call.completion)
+        futures.wait(watched, timeout=timeout_s, return_when=futures.FIRST_COMPLETED)
+        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        for ref in ready:
+            call = refs[ref]
+            role, index = self.runs.pop(call)
+            try:
+                result = call.result(timeout_s=RESULT_TIMEOUT_S)
+            except RoleDied as exc:
+                if role == "worker":
+                    self.fleet.died(index, exc, events, self.results)
+                else:
+                    self._learner_died(str(exc), events)
+                continue
+            except RoleFailed as exc:
+                # A role fails when a data-plane actor it needs died: the run stops, named so.
+                lost = self.data.lost()
+                events.failure = lost or str(exc)
+                events.failure_reason = "data_server_failed" if lost else f"{role}_error"
+                continue
+            if role == "worker":
+                self.results.workers[index] = result
+            else:
+                self.results.learners[index] = result
+        self.finished = not self.runs
+        return events
+
+    def _news_call(self, timeout_s: float) -> Call[int] | None:
+        """The pending ``wait_for_news`` call to the coordinator, asked again once answered."""
+        if self._news is not None and self._news.done():
+            try:
+                self._news_seen = self._news.result(timeout_s=0)
+            except RoleError:  # the coordinator is gone: the driver's next drain says so
+                self._news_ok = False
+            self._news = None
+        if self._news is None and self._news_ok:
+            self._news = self.coordinator.wait_for_news(self._news_seen, timeout_s)
+        return self._news
+
+    def shutdown(self) -> None:
+        self.fleet.shutdown()
+        if self.learners is not None:
+            self.learners.shutdown()
+        self.planes.kill()
+        if self._evaluator_thread is not None:  # its envs close after the evaluation running
+            self._evaluator_thread.close(last="close", interrupt="interrupt", join_s=10.0)

@@ -1,6 +1,0 @@
-"""Replay storage for the DataServer: uniform and prioritized rings, n-step folding."""
-
-from joyrl_ray.buffers.prioritized import PrioritizedReplayBuffer
-from joyrl_ray.buffers.replay import ReplayBuffer
-
-__all__ = ["PrioritizedReplayBuffer", "ReplayBuffer"]

@@ -1,0 +1,18 @@
+"""What the driver asks of the online evaluator: a checkpoint's evaluation, beside learning."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from joyrl_ray.roles.evaluator.evaluator import EvalResult, OnlineEvaluator
+from joyrl_ray.wire.handles import Call
+from joyrl_ray.wire.role_client import RoleClient
+
+
+class EvaluatorClient(RoleClient):
+    """Checkpoint evaluations, beside learning."""
+
+    def evaluate(
+        self, weights: dict[str, np.ndarray], updates: int, env_steps: int
+    ) -> Call[EvalResult]:
+        return self._call(OnlineEvaluator.evaluate, weights, updates, env_steps)

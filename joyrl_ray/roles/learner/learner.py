@@ -1,0 +1,325 @@
+"""The Learner: owns the model, learns from the data plane's data, publishes weights.
+
+One or more learners run as a data-parallel group (``general_cfg.n_learners``). Off-policy,
+each learner samples its ``batch_size / N`` rows per update in rounds that each replay
+shard decides once for all of them (as many updates as the update-to-data ratio allows), and
+keeps its next round's request in flight while it learns. On-policy, each takes its env
+slice of one rollout per worker, learns, and rank 0 publishes the next weights version.
+Gradients are averaged inside the algorithm (``Algorithm.optimize``), so every learner takes
+the same steps. Rank 0 alone publishes weights, reports and checkpoints.
+
+A learner never writes files and never evaluates: it puts each checkpoint (the state as
+bytes, and the acting weights) in the object store and hands the coordinator only the
+reference; the driver fetches it, writes it and has it evaluated beside learning. Its
+final checkpoint travels as the result of :meth:`run`, so it reaches the driver even when
+the coordinator is gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from algos import get_algorithm
+from algos.parallel import DataParallel
+from joyrl_ray.batch import Batch
+from joyrl_ray.config import RunConfig
+from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.roles.learner.distributed import ProcessGroup
+from joyrl_ray.roles.learner.source import IDLE, LEARNED, STOPPED, LearnerLinks
+from joyrl_ray.seeding import derive_seed
+from joyrl_ray.wire.handles import RoleDied, RoleError
+from joyrl_ray.wire.messages import (
+    CheckpointRef,
+    CheckpointReport,
+    Counters,
+    LearnerReport,
+    LearnerTimes,
+    Placement,
+)
+from joyrl_ray.wire.pending import PendingCalls
+from joyrl_ray.wire.where import node_here
+
+CALL_SLACK_S = 60.0  # beyond a call's own wait: how long an answer may take before it is stuck
+REPORT_EVERY_S = 0.5
+MAX_UPDATES_PER_ROUND = 32
+WAIT_S = 1.0  # deadline of one blocking wait for data; the loop then checks again
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise RuntimeError("general_cfg.device=cuda but no GPU is visible to the learner")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def state_to_bytes(state: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def state_from_bytes(data: bytes) -> dict[str, Any]:
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+
+
+@dataclass
+class LearnerStats:
+    rank: int
+    updates: int
+    weights_version: int
+    device: str
+    params_digest: str  # equal on every learner of a group (the parameters are identical)
+    times: LearnerTimes
+
+
+@dataclass
+class LearnerResult:
+    """What :meth:`Learner.run` returns: its stats, and rank 0's final checkpoint."""
+
+    stats: LearnerStats
+    final_checkpoint: CheckpointReport | None
+    data_server_lost: str | None = None  # why the loop ended early, if a peer it needs died
+
+
+class Learner:
+    """Trains one algorithm (one rank of the learner group); a Ray actor or a plain object."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        links: LearnerLinks,
+        spaces: tuple[gym.Space, gym.Space],
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        generation: int = 1,
+        start_state: bytes | None = None,
+        threads: int = 1,
+    ) -> None:
+        torch.set_num_threads(max(1, threads))
+        general = cfg.general
+        self.cfg = cfg
+        self.links = links
+        self.coordinator = links.coordinator
+        self.rank, self.world_size, self.generation = rank, world_size, generation
+        self.device = pick_device(general.device)
+        spec = get_algorithm(general.algo_name)
+        if general.seed:  # before the policy exists: its initial weights follow the seed
+            torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
+        self.algorithm = spec.algorithm_cls(cfg.algo, *spaces, self.device)
+        self.source = links.source
+        self.source.bind(rank, world_size, MAX_UPDATES_PER_ROUND)
+        self.algorithm.seed(derive_seed(general.seed, "learner"))
+        self.weights_version = 0
+        self.counters = Counters()
+        if start_state is not None:
+            self._restore(state_from_bytes(start_state))
+        self.pending = PendingCalls()
+        self.metric_sums: dict[str, float] = defaultdict(float)
+        self.metric_count = 0
+        self.last_report = time.monotonic()
+        self.times = LearnerTimes()
+        self.reported_times = LearnerTimes()
+        self.group: ProcessGroup | None = None
+        freeze_startup_heap()
+
+    # ----- state -----
+    def _restore(self, checkpoint: dict[str, Any]) -> None:
+        self.algorithm.load_state_dict(checkpoint["policy"])
+        self.weights_version = int(checkpoint.get("weights_version", 0))
+        self.counters = Counters(**checkpoint.get("counters", {}))
+        rng = checkpoint.get("rng")
+        if rng is not None:
+            torch.set_rng_state(rng["torch"])
+            self.algorithm.rng.bit_generator.state = rng["numpy"]
+            if "learning" in rng:
+                self.algorithm.torch_rng.set_state(rng["learning"])
+
+    def state(self) -> dict[str, Any]:
+        """Everything a resumed learner needs (see :meth:`_restore`)."""
+        return {
+            "algo_name": self.cfg.general.algo_name,
+            "policy": self.algorithm.state_dict(),
+            "weights_version": self.weights_version,
+            "counters": vars(self.counters).copy(),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": self.algorithm.rng.bit_generator.state,
+                "learning": self.algorithm.torch_rng.get_state(),
+            },
+        }
+
+    @property
+    def updates(self) -> int:
+        return self.algorithm.updates
+
+    def params_digest(self) -> str:
+        digest = hashlib.sha256()
+        for tensor in self.algorithm.synced_tensors():
+            digest.update(tensor.detach().cpu().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    # ----- the group -----
+    def rendezvous(self) -> tuple[str, int]:
+        """Rank 0: the address the group meets at (this node, a free port)."""
+        return ProcessGroup.address_here()
+
+    def start(self, group_address: tuple[str, int] | None) -> None:
+        """Join the group (rank 0's state wins), fence versions with the coordinator, publish."""
+        if self.world_size > 1:
+            assert group_address is not None
+            self.group = ProcessGroup.join(
+                *group_address, rank=self.rank, world_size=self.world_size, device=self.device
+            )
+            self.algorithm.join(DataParallel(self.rank, self.world_size))
+        where = Placement(f"learner {self.rank}", *node_here(), os.getpid())
+        restored = Counters(**vars(self.counters))
+        started = self.coordinator.learner_started(
+            self.rank, self.generation, restored, where
+        ).result(timeout_s=CALL_SLACK_S)
+        self.source.learner_started(self.generation)
+        # Versions only grow: a restarted group publishes newer versions than any published.
+        self.weights_version = max(self.weights_version, started.weights_version)
+        self.counters = started.counters
+        self.counters.updates = self.updates
+        if self.rank == 0:
+            self.publish_weights()
+
+    def publish_weights(self) -> None:
+        self.weights_version += 1
+        call = self.coordinator.publish_weights(self.algorithm.get_weights(), self.weights_version)
+        self.pending.add(call)
+
+    # ----- learning -----
+    def train_step(self, wait_s: float) -> str:
+        """Learn from one round of data, waiting up to ``wait_s`` for it.
+
+        Returns LEARNED, IDLE (no data within the deadline) or STOPPED (the run is over).
+        """
+        self.pending.check()
+        self.source.check()
+        t0 = time.monotonic()
+        data = self.source.next_round(self.weights_version, wait_s)
+        self.times.data_wait_s += time.monotonic() - t0
+        if data.stopped:
+            return STOPPED
+        if not data.batches:
+            return IDLE
+        priorities = [self._learn(batch) for batch in data.batches]
+        self.source.learned(data, priorities)
+        return LEARNED
+
+    def _learn(self, batch: Batch) -> np.ndarray | None:
+        """One update on ``batch``; returns its rows' new priorities (PER), if any."""
+        t0 = time.monotonic()
+        sync_before = self.algorithm.parallel.sync_s
+        result = self.algorithm.learn(batch)
+        sync = self.algorithm.parallel.sync_s - sync_before
+        self.times.sync_s += sync
+        self.times.learn_s += time.monotonic() - t0 - sync
+        for key, value in result.metrics.items():
+            self.metric_sums[key] += value
+        self.metric_count += 1
+        self.counters.updates = self.updates
+        general = self.cfg.general
+        if self.rank == 0:
+            every = self.source.publishes_every_update
+            if every or self.updates % general.weights_publish_every == 0:
+                self.publish_weights()
+            if self.updates % general.model_save_fre == 0:
+                self.checkpoint(evaluate=general.online_eval)
+        if time.monotonic() - self.last_report > REPORT_EVERY_S:
+            self.report()
+        return result.priorities
+
+    def report(self) -> None:
+        """Send averaged metrics (rank 0) and time shares; the reply refreshes the counters."""
+        metrics: dict[str, float] = {}
+        if self.rank == 0 and self.metric_count:
+            metrics = {k: v / self.metric_count for k, v in self.metric_sums.items()}
+            metrics.update(self.algorithm.exploration_stats(self.counters.env_steps))
+        times = LearnerTimes(
+            **{k: v - getattr(self.reported_times, k) for k, v in vars(self.times).items()}
+        )
+        self.reported_times = LearnerTimes(**vars(self.times))
+        report = LearnerReport(self.rank, self.updates, metrics, times)
+        counters = self.coordinator.report_learner(report).result(timeout_s=CALL_SLACK_S)
+        self.counters = Counters(counters.env_steps, counters.episodes, self.updates)
+        self.metric_sums.clear()
+        self.metric_count = 0
+        self.last_report = time.monotonic()
+
+    def make_checkpoint(self, *, evaluate: bool) -> CheckpointReport:
+        return CheckpointReport(
+            updates=self.updates,
+            counters=Counters(**vars(self.counters)),
+            state=state_to_bytes(self.state()),
+            weights=self.algorithm.get_weights(),
+            evaluate=evaluate,
+        )
+
+    def checkpoint(self, *, evaluate: bool) -> None:
+        """Put a checkpoint in the object store and hand its reference to the coordinator,
+        for the driver; never waits for its evaluation."""
+        t0 = time.monotonic()
+        self.report()
+        checkpoint = self.make_checkpoint(evaluate=evaluate)
+        ref = CheckpointRef(checkpoint.updates, self.links.store.put(checkpoint), evaluate)
+        self.pending.add(self.coordinator.submit_checkpoint(ref))
+        self.times.checkpoint_s += time.monotonic() - t0
+
+    # ----- the loop -----
+    def run(self, group_address: tuple[str, int] | None = None) -> LearnerResult:
+        """Learn until the data plane says stop; rank 0 returns the final checkpoint."""
+        try:
+            self.start(group_address)
+            while self.train_step(WAIT_S) != STOPPED:
+                pass
+        except RoleDied as exc:  # the coordinator is gone: stop here and keep what we learned
+            return self.finish(lost=str(exc))
+        return self.finish()
+
+    def finish(self, lost: str | None = None) -> LearnerResult:
+        """Settle the calls in flight; rank 0 makes the final checkpoint."""
+        if lost is None:
+            self.pending.drain(timeout_s=CALL_SLACK_S)
+            self.source.settle()
+            self.report()
+        else:
+            try:  # the rollout queue died, not the coordinator: the updates are counted
+                self.report()
+            except RoleError:
+                pass
+        final = self.make_checkpoint(evaluate=False) if self.rank == 0 else None
+        if self.group is not None:
+            self.group.leave()
+        return LearnerResult(self.stats(), final, lost)
+
+    def stats(self) -> LearnerStats:
+        return LearnerStats(
+            rank=self.rank,
+            updates=self.updates,
+            weights_version=self.weights_version,
+            device=str(self.device),
+            params_digest=self.params_digest(),
+            times=LearnerTimes(**{k: round(v, 3) for k, v in vars(self.times).items()}),
+        )
+
+
+def learner_seconds(stats: list[LearnerStats]) -> dict[str, float]:
+    """Seconds summed over learners, by activity."""
+    total = LearnerTimes()
+    for s in stats:
+        total.add(s.times)
+    return {k: round(v, 3) for k, v in vars(total).items()}

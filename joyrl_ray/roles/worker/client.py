@@ -1,0 +1,14 @@
+"""What the backend asks of a worker actor."""
+
+from __future__ import annotations
+
+from joyrl_ray.roles.worker.worker import Worker, WorkerStats
+from joyrl_ray.wire.handles import Call
+from joyrl_ray.wire.role_client import RoleClient
+
+
+class WorkerClient(RoleClient):
+    """What the driver asks of a :class:`~joyrl_ray.roles.worker.worker.Worker` actor."""
+
+    def run(self) -> Call[WorkerStats]:
+        return self._call(Worker.run)

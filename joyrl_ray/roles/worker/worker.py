@@ -1,0 +1,338 @@
+"""The Worker: steps a vector of envs with an acting copy of the policy.
+
+Per vector step it does one policy forward and one env step and writes what they return
+into the chunk's ``[time, env]`` columns; ``next_obs``, episode returns (as columns) and
+trajectories are built once per chunk (``_take_chunk``). How long a chunk is, how it
+travels and when the worker may collect the next are its flow's (its
+:class:`~joyrl_ray.roles.worker.sender.WorkerSender`: n-step folded into a replay shard,
+a whole rollout into the rollout queue, or only the report in test mode); the worker keeps
+at most ``sender.max_in_flight`` sends unacknowledged (a slow peer slows the worker
+instead of filling memory). The acks carry the newest weights when they are newer than
+the worker's, so a publish costs a worker one object fetch and no extra call.
+
+A worker never polls: when it must wait it blocks inside its sender's wait (for room, or
+for newer weights) until the wait is over. An exception from an env's
+``reset`` or ``step`` does not end the run: the env is rebuilt and collection goes on;
+what is kept of the steps taken before the error is the flow's to say, see
+``_recover_from_env_error`` (an env that keeps failing stops the run).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from algos import get_algorithm
+from envs.rewards import learning_rewards
+from joyrl_ray.batch import REWARDS, TERMINATED, TRUNCATED, Batch, batch_rows
+from joyrl_ray.config import RunConfig
+from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.roles.worker.acting_weights import ActingWeights
+from joyrl_ray.roles.worker.chunk import Chunk
+from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP, WorkerEnvs
+from joyrl_ray.roles.worker.episodes import EpisodeTracker, TrajectoryCutter
+from joyrl_ray.roles.worker.kill_schedule import KillSchedule
+from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
+from joyrl_ray.seeding import derive_seed
+from joyrl_ray.wire.handles import Call, ObjectStore, first_line
+from joyrl_ray.wire.messages import (
+    EpisodeColumns,
+    Placement,
+    PushAck,
+    ReportTotals,
+    WorkerReport,
+    WorkerTimes,
+)
+from joyrl_ray.wire.where import node_here
+
+WAIT_S = 1.0  # deadline of one blocking wait (coordinator or shard); the loop then checks again
+ACK_TIMEOUT_S = 60.0
+
+
+@dataclass
+class WorkerStats:
+    worker_id: int
+    env_steps: int  # env steps this incarnation took
+    env_errors: int
+    times: WorkerTimes
+
+
+def initial_net_seed(seed: int, worker_id: int) -> int | None:
+    """Torch seed of worker ``worker_id``'s own initial acting net (a seeded run's workers
+    act alike before the first weights arrive, on either backend)."""
+    return derive_seed(seed, "torch", worker_id, "init")
+
+
+class Worker:
+    """Collects experience for one run; the same class is a Ray actor or a plain object."""
+
+    def __init__(
+        self, worker_id: int, cfg: RunConfig, sender: WorkerSender, store: ObjectStore
+    ) -> None:
+        torch.set_num_threads(1)
+        general = cfg.general
+        self.worker_id = worker_id
+        self.cfg = cfg
+        self.sender = sender
+        self.store = store
+        self.train = general.mode == "train"
+        spec = get_algorithm(general.algo_name)
+        self.n_envs = general.n_envs_per_worker
+        self.envs = WorkerEnvs(worker_id, cfg, self.n_envs)
+        space = self.envs.vector.single_observation_space
+        net_seed = initial_net_seed(general.seed, worker_id)
+        if net_seed is not None:  # the net it acts with until the learner's weights arrive
+            torch.manual_seed(net_seed)
+        self.policy = spec.policy_cls(
+            cfg.algo,
+            space,
+            self.envs.vector.single_action_space,
+            torch.device("cpu"),
+        )
+        wrappers = list(cfg.env.wrappers or [])
+        sender.bind(
+            SenderSetup(
+                worker_id=worker_id,
+                n_envs=self.n_envs,
+                gamma=self.policy.gamma,
+                obs_space=space,
+                frame_stacked=bool(wrappers) and wrappers[-1] == "frame_stack",
+                chunk_steps=general.worker_chunk_steps,
+                max_pushes_in_flight=general.max_pushes_in_flight,
+            )
+        )
+        self.tracker = EpisodeTracker(self.n_envs)
+        self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
+        self.chunk = Chunk(sender.chunk_len)
+        self.obs: np.ndarray | None = None
+        self.weights = ActingWeights(store, self.policy, ACK_TIMEOUT_S)
+        self.global_env_steps = 0
+        self.in_flight: deque[Call[PushAck]] = deque()
+        self.stop = False
+        self.throttled = sender.initially_throttled
+        self.report = WorkerReport(worker_id, 0)
+        self.incarnation = 0  # the coordinator says which start of this worker this is
+        self.sent = ReportTotals()  # what this incarnation's reports sum to
+        self.own_env_steps = 0  # taken since the last report (the schedule adds them)
+        self.total_env_steps = 0
+        self.times = WorkerTimes()
+        self.kills = KillSchedule()
+        freeze_startup_heap()
+
+    # ----- env errors -----
+    def _recover_from_env_error(self, exc: Exception, chunk: Batch) -> Batch | None:
+        """Rebuild the envs and go on; returns what it keeps of ``chunk``, the steps taken
+        before the error.
+
+        The flow decides what is kept (off-policy, the steps are real transitions; on-policy
+        a rollout must be whole, so its steps are dropped and counted). The running episodes
+        are not reported (they did not end) and their trajectories are dropped.
+        """
+        self.envs.error_count += 1
+        where = "reset" if self.obs is None else "step"
+        text = f"worker {self.worker_id}: env {where} raised {first_line(exc)}"
+        self.report.env_errors.append(text)
+        kept, dropped = self.sender.after_env_error(chunk)
+        if dropped:
+            self.report.dropped["env_error"] = self.report.dropped.get("env_error", 0) + dropped
+        self.tracker.reset()
+        if self.cutter is not None:
+            self.cutter.reset()
+        if not self.envs.close_broken():
+            self.report.fatal_env_error = (
+                f"{text}, and failed again each of the {FAILED_REBUILDS_BEFORE_GIVING_UP} "
+                "times it was rebuilt"
+            )
+            self.stop = True
+            return kept
+        self.obs = None
+        self.envs.rebuild()
+        return kept
+
+    # ----- weights and acknowledgements -----
+    def _take_ack(self, ack: PushAck) -> None:
+        self.stop = self.stop or ack.stop
+        self.throttled = self.sender.throttled_after_ack(ack, self.throttled)
+        self.global_env_steps = max(self.global_env_steps, ack.env_steps)
+        self.times.weights_wait_s += self.weights.take(ack.weights, now=False)
+        self.kills.strike(self.global_env_steps)
+
+    def _wait_for_acks(self, keep: int) -> None:
+        t0 = time.monotonic()
+        while len(self.in_flight) > keep:
+            self._take_ack(self.in_flight.popleft().result(timeout_s=ACK_TIMEOUT_S))
+        self.times.push_wait_s += time.monotonic() - t0
+
+    def _wait_for_turn(self, wait_s: float) -> bool:
+        """Block until this worker may collect; False if it still may not (deadline, stop)."""
+        need_weights = self.sender.needs_newer(self.weights.version)
+        if not (need_weights or self.throttled):
+            return True
+        t0 = time.monotonic()
+        self._wait_for_acks(0)
+        known = self.weights.version
+        ack = self.sender.wait_for_turn(self.worker_id, known, need_weights, wait_s).result(
+            timeout_s=wait_s + ACK_TIMEOUT_S
+        )
+        self.stop = self.stop or ack.stop
+        self.throttled = self.sender.throttled_after_wait(ack, need_weights, self.throttled)
+        self.global_env_steps = max(self.global_env_steps, ack.env_steps)
+        if need_weights:
+            self.times.weights_wait_s += time.monotonic() - t0
+        else:
+            self.times.push_wait_s += time.monotonic() - t0
+        # Take the weights the learner published while this worker waited (throttled, it
+        # would otherwise act with those of its last push, a whole wait behind); the wait
+        # was long, the fetch is short (and counted as weights_wait_s).
+        self.times.weights_wait_s += self.weights.take(ack.weights, now=True)
+        newer = self.sender.needs_newer(self.weights.version)
+        return not (self.stop or newer or self.throttled)
+
+    # ----- stepping -----
+    def start(self) -> None:
+        """Register with the coordinator: the global step count and the newest weights."""
+        where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
+        start = self.sender.register(self.worker_id, where).result(ACK_TIMEOUT_S)
+        self.global_env_steps = start.env_steps
+        self.incarnation = self.report.incarnation = start.incarnation
+        self.stop = start.stop
+        if start.weights is not None:
+            self.times.weights_wait_s += self.weights.take(start.weights, now=True)
+        seed = self.cfg.general.seed
+        # A restarted worker (or a resumed run) draws fresh streams from where the run is.
+        stream = (start.env_steps,) if start.env_steps else ()
+        self.policy.seed(derive_seed(seed, "policy", self.worker_id, *stream))
+        if seed:
+            torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
+        self.kills.arm(self.cfg.general.fault_injection, self.worker_id, self.global_env_steps)
+
+    def _step(self) -> None:
+        """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""
+        if self.obs is None:
+            self.obs = self.envs.reset(self.global_env_steps)
+        assert self.obs is not None
+        env_steps = self.global_env_steps + self.own_env_steps
+        actions, extras = self.policy.act(self.obs, explore=self.train, env_steps=env_steps)
+        next_obs, rewards, terminated, truncated, info = self.envs.step(
+            self.policy.env_action(actions)
+        )
+        self.chunk.add(self.obs, actions, rewards, terminated, truncated, extras, info)
+        self.obs = next_obs
+        self.own_env_steps += self.n_envs
+
+    def _take_chunk(self) -> Batch:
+        """The chunk's columns, its finished episodes reported and trajectories cut.
+
+        Rewards in the chunk are the env's own until here: episode returns and trajectories
+        keep them, and the returned columns hold the learning rewards (maybe clipped).
+        """
+        chunk = self.chunk.take(self.obs)
+        if not chunk:
+            return chunk
+        steps = batch_rows(chunk) * self.n_envs
+        self.total_env_steps += steps
+        self.report.env_steps += steps
+        rewards = chunk[REWARDS]
+        returns, lengths, rows = self.tracker.track(rewards, chunk[TERMINATED] | chunk[TRUNCATED])
+        if len(rows):
+            first_row_steps = self.global_env_steps + self.own_env_steps - steps
+            ended_at = first_row_steps + rows.astype(np.int64) * self.n_envs  # their last steps
+            stats = [self.policy.exploration_stats(s) for s in ended_at.tolist()]
+            explore = {key: np.array([s[key] for s in stats]) for key in stats[0]}
+            versions = np.full(len(rows), self.weights.version, dtype=np.int64)
+            ended = EpisodeColumns(returns, lengths, ended_at, versions, explore)
+            self.report.episodes = self.report.episodes.extend(ended)
+        if self.cutter is not None:
+            self.report.trajectories.extend(self.cutter.cut(chunk))
+        chunk[REWARDS] = learning_rewards(rewards, self.cfg.env)  # unclipped: the same array
+        return chunk
+
+    def _collect(self) -> Batch | None:
+        """Step until the chunk is full; after an env error, what it kept (maybe None)."""
+        t0 = time.monotonic()
+        error: Exception | None = None
+        try:
+            while not self.chunk.full:
+                self._step()
+        except Exception as exc:  # any env failure: rebuild and go on (see module doc)
+            error = exc
+        self.times.step_s += time.monotonic() - t0
+        chunk = self._take_chunk()
+        return chunk if error is None else self._recover_from_env_error(error, chunk)
+
+    def _take_report(self, rows: int) -> WorkerReport:
+        """The report to send with ``rows`` rows (-1: a rollout, all its steps)."""
+        report = self.report
+        rows = report.env_steps if rows < 0 else rows
+        self.sent = self.sent.add(report.env_steps, rows, report.dropped)
+        report.totals = self.sent
+        self.report = WorkerReport(self.worker_id, 0, incarnation=self.incarnation)
+        report.times = WorkerTimes(**vars(self.times))
+        self.times = WorkerTimes()
+        self.global_env_steps += report.env_steps
+        self.own_env_steps = 0
+        return report
+
+    def step(self, wait_s: float) -> bool:
+        """Collect and push one chunk (or rollout); False once the run has stopped."""
+        if self.stop:
+            return False
+        if not self._wait_for_turn(wait_s):
+            return not self.stop
+        self.times.weights_wait_s += self.weights.take(None, now=False)
+        version = self.weights.version
+        chunk = self._collect()
+        if self.stop:  # the env kept failing: report it (and what it kept) and stop
+            self._push(chunk, version)
+            return False
+        if chunk is None:
+            return True
+        self._push(chunk, version)
+        return not self.stop
+
+    def _push(self, chunk: Batch | None, version: int) -> None:
+        """Send ``chunk`` (collected with weights ``version``) as the flow has it travel, or
+        only the report when there is no chunk."""
+        if chunk:
+            payload = self.sender.prepare(chunk, version)
+        else:
+            payload = Payload(None, 0, version)
+        report = self._take_report(payload.rows)
+        call = self.sender.send(self.worker_id, payload, report, self.weights.version)
+        if chunk:
+            self.throttled = self.sender.throttled_after_send(self.throttled)
+        self._send(call)
+
+    def _send(self, call: Call[PushAck]) -> None:
+        self.in_flight.append(call)
+        self._wait_for_acks(self.sender.max_in_flight - 1)
+
+    def finish(self) -> WorkerStats:
+        """At the stop: settle the acks and report the n-step steps that never completed."""
+        self._wait_for_acks(0)
+        unfinished = self.sender.unfinished()
+        if unfinished or self.report.env_steps or self.report.env_errors:
+            if unfinished:
+                self.report.dropped["nstep_unfinished"] = unfinished
+            self._push(None, self.weights.version)
+            self._wait_for_acks(0)
+        return self.stats()
+
+    def run(self) -> WorkerStats:
+        """Step until the coordinator says stop (the Ray backend's long-running task)."""
+        self.start()
+        while self.step(WAIT_S):
+            pass
+        return self.finish()
+
+    def stats(self) -> WorkerStats:
+        times = WorkerTimes(**vars(self.times))
+        return WorkerStats(self.worker_id, self.total_env_steps, self.envs.error_count, times)
+
+    def close(self) -> None:
+        self.envs.close()

@@ -1,0 +1,377 @@
+"""The driver loop: advance the roles, write what they report, keep the run honest.
+
+Every half second the driver drains the coordinator's reports into the Recorder, fetches
+the learner's checkpoints from the object store and writes them (only the driver writes
+the task directory, so no filesystem needs to be shared by the nodes), hands checkpoints
+to the evaluator and writes ``best.pt`` from exactly the checkpoint that got the best
+evaluation. It also watches the run: a signal asks every role to stop; a role that fails
+ends the run with its error; and when neither env steps nor updates move for
+``stall_timeout_s`` it stops the run, saying who waits for what.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from joyrl_ray.backends.runtime import RoleEvents, Runtime
+from joyrl_ray.config import RunConfig
+from joyrl_ray.roles.evaluator.evaluator import EvalResult
+from joyrl_ray.roles.learner.learner import LearnerResult
+from joyrl_ray.run.atomic_file import atomic_write_bytes
+from joyrl_ray.run.checkpoint import CheckpointStore
+from joyrl_ray.run.modes import REPLAY_FILE
+from joyrl_ray.run.recorder import Recorder
+from joyrl_ray.run.signals import StopSignals, running
+from joyrl_ray.wire.handles import Call, CallTimeout, RoleDied, RoleError
+from joyrl_ray.wire.messages import CheckpointRef, CheckpointReport, Placement, Reports, StallReport
+
+DRAIN_EVERY_S = 0.5  # at least this often; a checkpoint or the stop wakes the driver at once
+DRAIN_TIMEOUT_S = 30.0
+END_WAIT_S = 120.0  # how long the roles get to finish after the stop
+# The same after SIGINT / SIGTERM (a scheduler's grace period may be short) or a stall (the
+# stuck roles will not finish): the learner hands in its final checkpoint within a second
+# or two, and evaluations still running are not waited for.
+HURRIED_END_WAIT_S = 10.0
+# Checkpoints waiting for the evaluator. The driver takes each checkpoint when it comes (the
+# runtime wakes it), but an evaluation may take longer than the learner needs for the next
+# one; a short queue keeps each evaluated, in order, through such bursts, and drops the
+# oldest only when evaluation falls further behind.
+EVAL_QUEUE = 4
+FAILURE_STOPS = {
+    "coordinator_failed",
+    "data_server_failed",
+    "learner_failed",
+    "learner_error",
+    "worker_error",
+    "env_failed",
+    "env_errors",
+    "stalled",
+    "no_workers_left",
+}
+
+
+@dataclass
+class DriveOutcome:
+    exit_code: int
+    stop_reason: str | None
+    error: str | None
+    placements: dict[str, Placement] = field(default_factory=dict)
+    first_data_at: float | None = None  # monotonic
+    stopped_at: float | None = None
+    final_checkpoint: CheckpointReport | None = None
+    best_return: float = -math.inf
+    evals_skipped: int = 0
+    worker_restarts: dict[int, int] = field(default_factory=dict)
+
+
+class Driver:
+    """One run's driver loop over a runtime (either backend)."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        runtime: Runtime,
+        recorder: Recorder,
+        store: CheckpointStore,
+        *,
+        expected_roles: int,
+        best_return: float,
+        announce_placement: Any,
+    ) -> None:
+        self.cfg = cfg
+        self.runtime = runtime
+        self.coordinator = runtime.coordinator
+        self.recorder = recorder
+        self.store = store
+        self.expected_roles = expected_roles
+        self.announce_placement = announce_placement
+        self.outcome = DriveOutcome(0, None, None, best_return=best_return)
+        self.latest_state: bytes | None = None
+        self.eval_in_flight: tuple[Call[EvalResult], CheckpointReport] | None = None
+        self.eval_queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE)
+        self.progress_mark = (time.monotonic(), -1, -1)
+        self.placement_announced = False
+        self.data_plane_placed = False
+        self.coordinator_alive = True
+        self.end_wait_s = END_WAIT_S
+        self.hurried = False
+        self.signals: StopSignals | None = None
+
+    # ----- the loop -----
+    def drive(self) -> DriveOutcome:
+        with running() as signals:
+            self.signals = signals
+            while not self.runtime.finished:
+                events = self.runtime.advance(DRAIN_EVERY_S)
+                self._take_events(events)
+                if self.coordinator_alive:
+                    self._drain()
+                self._pump_evals()
+                if signals.received is not None and self.outcome.stop_reason is None:
+                    self.recorder.log(f"{signals.name}: stopping every role")
+                    # A signal may be the first of several (a scheduler's grace period):
+                    # finish quickly, with what the roles manage to hand in.
+                    self._hurry()
+                    self._stop("interrupted", None, signals.exit_code or 130)
+                self._watch_for_stalls()
+                if self.outcome.stop_reason is not None:
+                    self._wait_for_roles()
+                    break
+            if self.coordinator_alive:
+                self.runtime.data.flush_reports()  # what the shards still hold, then the last drain
+                self._drain()
+            self._finish_evals()
+        self._take_results()
+        return self.outcome
+
+    def _signalled(self) -> bool:
+        """Whether a signal came; the first makes the end hurry (see _hurry)."""
+        if self.signals is None or self.signals.received is None:
+            return False
+        if not self.hurried:
+            self._hurry()
+        return True
+
+    def _hurry(self) -> None:
+        self.hurried = True
+        self.end_wait_s = HURRIED_END_WAIT_S
+
+    def _finish_evals(self) -> None:
+        """Take the evaluations still queued or running, within the end's deadline; none
+        after a signal or a stall, nor once an evaluation reached the reward threshold
+        (the run is solved: later checkpoints would only delay its end). Those not taken
+        are counted as skipped."""
+        deadline = time.monotonic() + self.end_wait_s
+        solved = self.outcome.stop_reason == "reward_threshold"
+        while self.eval_in_flight or self.eval_queue:
+            if solved or self._signalled() or self.hurried or time.monotonic() > deadline:
+                break
+            self._pump_evals()
+            time.sleep(0.1)
+        self._abandon_evals()
+
+    def _abandon_evals(self) -> None:
+        left = len(self.eval_queue) + (self.eval_in_flight is not None)
+        if left:
+            self.outcome.evals_skipped += left
+            self.recorder.log(f"{left} evaluation(s) still running or queued: not waited for")
+        self.eval_queue.clear()
+        self.eval_in_flight = None
+
+    def _stop(self, reason: str, error: str | None, exit_code: int) -> None:
+        if self.outcome.stop_reason is not None:
+            return
+        self.outcome.stop_reason, self.outcome.error = reason, error
+        self.outcome.exit_code = exit_code
+        self.outcome.stopped_at = time.monotonic()
+        if error:
+            self.recorder.log(f"stopping: {error}")
+        if self.coordinator_alive:
+            try:
+                self.coordinator.request_stop(reason, error).result(timeout_s=DRAIN_TIMEOUT_S)
+            except RoleError as exc:
+                self._coordinator_lost(exc)
+
+    def _wait_for_roles(self) -> None:
+        """After a stop: let the roles finish (final checkpoint), within a deadline."""
+        deadline = time.monotonic() + self.end_wait_s
+        while not self.runtime.finished and time.monotonic() < deadline:
+            if self._signalled():
+                if self.signals is not None and self.signals.urgent:
+                    self.recorder.log(f"a second {self.signals.name}: not waiting for the roles")
+                    return
+                deadline = min(deadline, time.monotonic() + self.end_wait_s)
+            self._take_events(self.runtime.advance(DRAIN_EVERY_S))
+            if self.coordinator_alive:
+                self._drain()
+            self._pump_evals()
+        if not self.runtime.finished:
+            self.recorder.log(
+                f"roles still running {self.end_wait_s:g} s after the stop: ending them"
+            )
+
+    def _take_events(self, events: RoleEvents) -> None:
+        for line in events.log:
+            self.recorder.log(line)
+            self.recorder.note(line)
+        if events.failure is not None:
+            self._check_coordinator()  # a role may have failed because the coordinator died
+            self._stop(events.failure_reason or "failed", events.failure, 1)
+
+    # ----- reports -----
+    def _drain(self) -> None:
+        try:
+            reports = self.coordinator.drain_reports().result(timeout_s=DRAIN_TIMEOUT_S)
+        except RoleError as exc:
+            self._coordinator_lost(exc)
+            return
+        self._ingest(reports)
+
+    def _ingest(self, reports: Reports) -> None:
+        self.recorder.ingest(reports)
+        for line in reports.events:
+            self.recorder.log(line)
+            self.recorder.note(line)
+        self.outcome.worker_restarts = reports.worker_restarts
+        if reports.counters.env_steps and self.outcome.first_data_at is None:
+            self.outcome.first_data_at = time.monotonic()
+        for place in reports.placements:
+            self.outcome.placements[place.role] = place
+        if not self.data_plane_placed and self.outcome.placements:
+            self.data_plane_placed = True  # the data plane started before the coordinator
+            for place in self.runtime.data.placements():
+                self.outcome.placements[place.role] = place
+        if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:
+            self.placement_announced = True
+            self.announce_placement(self.outcome.placements)
+        for ref in reports.checkpoints:
+            self._fetch_checkpoint(ref)
+        if reports.stop_reason is not None and self.outcome.stop_reason is None:
+            reason = reports.stop_reason
+            failed = reason in FAILURE_STOPS
+            self._stop(reason, reports.stop_detail if failed else None, 1 if failed else 0)
+
+    def _check_coordinator(self) -> None:
+        """Stop for the coordinator's death, if it died (any short call tells)."""
+        if self.coordinator_alive:
+            try:
+                self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
+            except RoleError as exc:
+                self._coordinator_lost(exc)
+
+    def _coordinator_lost(self, exc: RoleError) -> None:
+        if not self.coordinator_alive:
+            return
+        self.coordinator_alive = False
+        if isinstance(exc, RoleDied):  # "Coordinator died during <call> (<Ray's reason>)"
+            error = f"the {exc}"
+        else:
+            error = f"the Coordinator stopped answering ({exc})"
+        self._stop("coordinator_failed", error, 1)
+
+    # ----- checkpoints and evaluations -----
+    def _fetch_checkpoint(self, ref: CheckpointRef) -> None:
+        """Fetch a checkpoint the learner put in the object store, and write it."""
+        try:
+            checkpoint = self.runtime.store.get(ref.box, timeout_s=DRAIN_TIMEOUT_S)
+        except RoleError as exc:  # the learner died with it: its next one will come
+            self.recorder.log(f"the checkpoint at {ref.updates} updates was lost: {exc}")
+            return
+        self._write_checkpoint(checkpoint)
+
+    def _write_checkpoint(self, checkpoint: CheckpointReport) -> None:
+        self.store.save_bytes(checkpoint.state, checkpoint.updates)
+        self.latest_state = checkpoint.state
+        if self.cfg.general.save_buffer:
+            self._save_buffer()
+        if checkpoint.evaluate and self.runtime.evaluator is not None:
+            if len(self.eval_queue) == self.eval_queue.maxlen:
+                self.outcome.evals_skipped += 1  # evaluation is slower than checkpoints
+            self.eval_queue.append(checkpoint)
+            self._pump_evals()
+
+    def _save_buffer(self) -> None:
+        try:
+            state = self.runtime.data.saved_replay()
+        except RoleError as exc:  # the checkpoint is written; a shard died with its replay
+            self.recorder.log(f"the replay was not saved: {exc}")
+            return
+        if not state:
+            return
+        data = io.BytesIO()
+        savez: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle flag
+        savez(data, **state)
+        atomic_write_bytes(data.getvalue(), self.store.dir / REPLAY_FILE)
+
+    def _pump_evals(self) -> None:
+        """Start the next queued evaluation when none runs; take the results that are in."""
+        while True:
+            if self.eval_in_flight is None:
+                if not self.eval_queue:
+                    return
+                checkpoint = self.eval_queue.popleft()
+                call = self.runtime.evaluate(
+                    checkpoint.weights, checkpoint.updates, checkpoint.counters.env_steps
+                )
+                self.eval_in_flight = (call, checkpoint)
+            call, checkpoint = self.eval_in_flight
+            if not call.done():
+                return
+            self.eval_in_flight = None
+            try:
+                result = call.result(timeout_s=END_WAIT_S)
+            except RoleError as exc:
+                self.recorder.log(f"evaluation at {checkpoint.updates} updates failed: {exc}")
+            else:
+                self._take_eval(result, checkpoint)
+
+    def _take_eval(self, result: EvalResult, checkpoint: CheckpointReport) -> None:
+        self.recorder.record_eval(result)
+        general = self.cfg.general
+        mean = result.returns["return_mean"]
+        if general.save_best_model is not False and mean > self.outcome.best_return:
+            self.outcome.best_return = mean
+            # Exactly the evaluated checkpoint, with the evaluation it got.
+            self.store.save_best(checkpoint.state, result.returns)
+        threshold = general.reward_threshold
+        if threshold is not None and mean >= threshold and self.outcome.stop_reason is None:
+            self._stop("reward_threshold", None, 0)
+
+    # ----- the end -----
+    def _take_results(self) -> None:
+        results = self.runtime.results
+        final = None
+        for result in sorted(results.learners.items()):
+            learner: LearnerResult = result[1]
+            if learner.final_checkpoint is not None:
+                final = learner.final_checkpoint
+        if final is not None:
+            self.outcome.final_checkpoint = final
+            self.store.save_bytes(final.state, final.updates)
+            if self.cfg.general.save_buffer:
+                self._save_buffer()
+
+    # ----- the watchdog -----
+    def _watch_for_stalls(self) -> None:
+        if self.outcome.stop_reason is not None:
+            return
+        counters = self.recorder.counters
+        now = time.monotonic()
+        mark_t, steps, updates = self.progress_mark
+        if counters["env_steps"] != steps or counters["updates"] != updates:
+            self.progress_mark = (now, counters["env_steps"], counters["updates"])
+            return
+        if now - mark_t < self.cfg.general.stall_timeout_s or not self.coordinator_alive:
+            return
+        try:
+            report = self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
+        except (CallTimeout, RoleError) as exc:
+            self._coordinator_lost(exc)
+            return
+        report.waiting.update(self.runtime.data.waits())
+        self._hurry()
+        self._stop("stalled", stall_message(report, self.cfg.general.stall_timeout_s), 1)
+
+
+def stall_message(report: StallReport, timeout_s: float) -> str:
+    """One line: no progress for how long, and who waits for what."""
+    parts = [f"no env steps and no updates for {timeout_s:g} s"]
+    for who, state in sorted(report.waiting.items()):
+        parts.append(f"{who} waits for {state.what}")
+    quiet = [
+        f"worker {w} ({age:g} s)"
+        for w, age in sorted(report.last_push_age_s.items())
+        if age >= timeout_s / 2
+    ]
+    if quiet:
+        parts.append(f"no push for a long time from {', '.join(quiet)} (stuck stepping its envs?)")
+    if report.active_workers == 0:
+        parts.append("no worker is alive")
+    return "; ".join(parts)

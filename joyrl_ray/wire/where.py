@@ -1,0 +1,16 @@
+"""Where this process runs, as every role reports it
+(:class:`~joyrl_ray.wire.messages.Placement`)."""
+
+from __future__ import annotations
+
+
+def node_here() -> tuple[str, str]:
+    """(node id, ip) of this process: Ray's view when in Ray, this host otherwise."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+    except Exception:  # not in a Ray process (one-process backend, tests)
+        pass
+    return "local", "127.0.0.1"
