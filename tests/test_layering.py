@@ -209,3 +209,84 @@ def test_the_name_check_catches_what_it_should(tmp_path: Path) -> None:
     found = algorithm_mentions(sample, algorithm_names())
     lines = sorted({int(entry.split(":")[1]) for entry in found})
     assert lines == [2, 3, 4, 5, 7], found
+
+
+# ----- joyrl_ray/ is layered: each folder imports only the folders below it -----
+
+#: The runtime's layers, bottom up. A module imports from its own layer or lower ones; the
+#: modules at the package root (config, data_needs, batch, ...) are the bottom layer.
+LAYERS = ("", "wire", "data", "control", "roles", "flows", "backends", "run", "export_minari")
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a ``joyrl_ray`` module (None for other packages)."""
+    parts = module.split(".")
+    if parts[0] != "joyrl_ray":
+        return None
+    head = parts[1] if len(parts) > 1 else "export_minari"  # the package itself: the top
+    return LAYERS.index(head) if head in LAYERS else 0
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def upward_imports(path: Path) -> list[str]:
+    here = layer_of(module_name(path))
+    assert here is not None
+    found = []
+    for line, module in imported_modules(parse(path)):
+        there = layer_of(module)
+        if there is not None and there > here:
+            found.append(f"{rel(path)}:{line}: imports {module} (layer {LAYERS[there]!r})")
+    return found
+
+
+def test_runtime_folders_import_only_downward() -> None:
+    """wire < data < control < roles < flows < backends < run: no import circle between
+    folders, and a folder never needs one above it (the data plane knows nothing of
+    control, the roles nothing of the flows that feed them)."""
+    offending = [line for path in python_files(RUNTIME_DIR) for line in upward_imports(path)]
+    assert not offending, "\n".join(offending)
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
+    data = tmp_path / "joyrl_ray" / "data"
+    data.mkdir(parents=True)
+    sample = data / "sample.py"
+    sample.write_text("from joyrl_ray.control.client import CoordinatorClient\n")
+    here = layer_of("joyrl_ray.data.sample")
+    there = layer_of("joyrl_ray.control.client")
+    assert here is not None and there is not None and there > here
+    assert [m for _, m in imported_modules(parse(sample))][0] == "joyrl_ray.control.client"
+
+
+def needs_dispatches(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """``isinstance(x, SomeNeeds)`` calls: a decision on the kind of data flow."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance"):
+            continue
+        if len(node.args) == 2:
+            names = [n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)]
+            for name in names:
+                if name.endswith("Needs"):
+                    yield node.lineno, name
+
+
+def test_only_the_flows_decide_by_the_kind_of_data_flow() -> None:
+    """A new flow is a module under ``joyrl_ray/flows/`` and its ``DataNeeds``: no other
+    module tests which kind of needs a run has."""
+    offending = [
+        f"{rel(path)}:{line}: isinstance(..., {name})"
+        for path in python_files(RUNTIME_DIR)
+        if path.parent.name != "flows"
+        for line, name in needs_dispatches(parse(path))
+    ]
+    assert not offending, "\n".join(offending)
+
+
+def test_the_flow_check_catches_a_dispatch_on_needs(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("if isinstance(needs, RolloutNeeds | AsyncRolloutNeeds):\n    pass\n")
+    assert [n for _, n in needs_dispatches(parse(sample))] == ["RolloutNeeds", "AsyncRolloutNeeds"]

@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -42,11 +40,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from joyrl_ray.backends.cluster_address import (
+    check_address,
+    check_token_mode,
+    in_ray_job,
+    one_line,
+    refused_hint,
+    resolve_target,
+)
 from joyrl_ray.backends.cluster_errors import ClusterError
-from joyrl_ray.backends.ray_version import TOKEN_AUTH_SINCE, has_token_auth, installed_ray
 from joyrl_ray.wire.handles import first_line
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 UPLOAD_EXCLUDES = [
     "tasks/",
     "outputs/",
@@ -63,48 +68,12 @@ UPLOAD_EXCLUDES = [
     ".whl/",
     ".gl/",
 ]
-JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by the job supervisor for a job's driver
-ADDRESS_ENV = "RAY_ADDRESS"
-AUTH_MODE_ENV = "RAY_AUTH_MODE"
-TOKEN_ENV, TOKEN_PATH_ENV = "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
-CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the health call: worst case ~10 s
 # Ray stops in well under a second here; past this the run ends anyway (see RaySession.close).
 TEARDOWN_TIMEOUT_S = 60.0
-HEALTH_CHECK = "/grpc.health.v1.Health/Check"  # the standard gRPC health service
-TOKEN_HELP = (
-    "export RAY_AUTH_MODE=token and copy the head node's token (`ray get-auth-token` on the "
-    "head) to ~/.ray/auth_token here, or export RAY_AUTH_TOKEN=<token> or "
-    "RAY_AUTH_TOKEN_PATH=<file>"
-)
 
 
-@dataclass(frozen=True)
-class Target:
-    """Where a run's Ray comes from: ``address`` None starts a local Ray."""
-
-    address: str | None
-    source: str  # what named it, for messages: "general_cfg.ray_address", "RAY_ADDRESS", ...
-
-    @property
-    def label(self) -> str:
-        """How messages name the setting: ``general_cfg.ray_address='x'`` or the env var."""
-        if self.source == ADDRESS_ENV:
-            return f"RAY_ADDRESS={self.address!r} (general_cfg.ray_address is null)"
-        return f"general_cfg.ray_address={self.address!r}"
 
 
-def resolve_target(address: str | None) -> Target:
-    """The Ray a run with ``general_cfg.ray_address=address`` uses (see the module doc)."""
-    if address == "local":
-        return Target(None, "general_cfg.ray_address")
-    if address is not None:
-        return Target(address, "general_cfg.ray_address")
-    if in_ray_job():  # the job's own cluster, never a second Ray on the head node
-        return Target("auto", "the Ray job")
-    env = os.environ.get(ADDRESS_ENV, "").strip()
-    if env and env != "local":
-        return Target(env, ADDRESS_ENV)
-    return Target(None, "general_cfg.ray_address")
 
 
 @dataclass
@@ -122,185 +91,30 @@ def joined_cluster() -> str | None:
     return _SESSION.joined
 
 
-def _tcp_reachable(host: str, port: int, timeout: float) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
-def _split(label: str, address: str) -> tuple[str, int]:
-    """``host:port`` (an optional ``ray://`` stripped) as (host, port); ClusterError if not."""
-    hostport = address.removeprefix("ray://")
-    host, sep, port = hostport.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or "/" in hostport:
-        raise ClusterError(
-            f"{label} is not allowed; allowed: null (RAY_ADDRESS, else a local Ray), local, "
-            "auto, host:port (the head's GCS port, 6379 by default) or ray://host:port "
-            "(the head's Ray Client port, 10001 by default)"
-        )
-    return host, int(port)
 
 
-def current_cluster_file() -> Path:
-    """Where ``ray start`` records its cluster's address (named in ``ray.init``'s docs)."""
-    return (
-        Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray" / "ray_current_cluster"
-    )
 
 
-def _resolve_auto(label: str) -> str:
-    """The GCS address ``auto`` stands for: RAY_ADDRESS, else the last `ray start` here."""
-    env = os.environ.get(ADDRESS_ENV, "").strip()
-    if env and env not in ("auto", "local"):
-        return env
-    try:
-        recorded = current_cluster_file().read_text().strip()
-    except OSError:
-        recorded = ""
-    if not recorded:
-        raise ClusterError(
-            f"{label}: no running Ray cluster found on this machine (start one with "
-            "`ray start --head`, export RAY_ADDRESS=host:port, or use ray_address=local for a "
-            "local Ray)"
-        )
-    return recorded
 
 
 # ----- token authentication (documented env vars and file) -----
-def _token_source(label: str) -> str | None:
-    """Where Ray will read the token from, in Ray's documented order; None if nowhere."""
-    if os.environ.get(TOKEN_ENV, "").strip():
-        return TOKEN_ENV
-    path = os.environ.get(TOKEN_PATH_ENV)
-    if path:  # Ray treats an unreadable or empty file here as fatal: so do we, in one line
-        try:
-            if Path(path).read_text().strip():
-                return path
-        except OSError as exc:
-            raise ClusterError(
-                f"{label}: {TOKEN_PATH_ENV}={path!r} cannot be read ({exc.strerror})"
-            ) from None
-        raise ClusterError(f"{label}: {TOKEN_PATH_ENV}={path!r} is empty")
-    default = Path.home() / ".ray" / "auth_token"
-    try:
-        return str(default) if default.read_text().strip() else None
-    except OSError:
-        return None
 
 
-def _check_token_mode(label: str) -> str:
-    """The driver's RAY_AUTH_MODE (lower case), after checking that token mode can work."""
-    mode = os.environ.get(AUTH_MODE_ENV, "").strip().lower()
-    if mode != "token":
-        return mode
-    version = installed_ray() or "unknown"
-    if not has_token_auth(version):
-        raise ClusterError(
-            f"{label}: RAY_AUTH_MODE=token, but ray {version} has no token authentication "
-            f"(Ray {TOKEN_AUTH_SINCE} and later have it): unset RAY_AUTH_MODE for a cluster "
-            "of this Ray"
-        )
-    if _token_source(label) is None:
-        raise ClusterError(
-            f"{label}: RAY_AUTH_MODE=token but no Ray auth token was found; {TOKEN_HELP}"
-        )
-    return mode
 
 
 # ----- probing -----
-def _health(hostport: str) -> Any:
-    """One standard gRPC health call: None when it answered, else the grpc status code."""
-    import grpc
-
-    with grpc.insecure_channel(hostport) as channel:
-        check = channel.unary_unary(HEALTH_CHECK)  # raw bytes: an empty HealthCheckRequest
-        try:
-            check(b"", timeout=CONNECT_TIMEOUT_S)
-            return None
-        except grpc.RpcError as exc:
-            return exc.code()
 
 
-def _check_cluster(label: str, hostport: str, client: bool) -> None:
-    """Fail with one line unless a Ray GCS (``client``: a Ray Client server) answers there."""
-    import grpc
-
-    host, port = _split(label, hostport)
-    what = "Ray Client server" if client else "Ray cluster (GCS)"
-    start_hint = (
-        "`ray start --head` serves Ray Client on port 10001 (--ray-client-server-port); "
-        "or use ray_address=host:port with the GCS port"
-        if client
-        else "start one with `ray start --head --port=6379`, or use ray_address=local for a "
-        "local Ray"
-    )
-    if not _tcp_reachable(host, port, CONNECT_TIMEOUT_S):
-        raise ClusterError(f"{label}: no {what} answers at {host}:{port} ({start_hint})")
-    code = _health(hostport)
-    is_gcs = code is None  # Ray's GCS serves the health service, its Ray Client server not
-    grpc_server = code in (None, grpc.StatusCode.UNIMPLEMENTED)
-    if client and not is_gcs and grpc_server:
-        return
-    if not client and is_gcs:
-        return
-    if client:
-        detail = (
-            "is a Ray GCS port, not a Ray Client server: use ray_address=host:port without "
-            "ray://, or ray://host:10001 (the head's --ray-client-server-port)"
-            if is_gcs
-            else "answers, but not as a Ray Client server (the head serves one on port 10001)"
-        )
-    else:
-        detail = (
-            "answers gRPC but is not a Ray GCS (a Ray Client port? use ray://host:port), or "
-            "the GCS port (6379 by default)"
-            if grpc_server
-            else "answers, but not as a Ray GCS (the head's --port, 6379 by default)"
-        )
-    raise ClusterError(f"{label}: {host}:{port} {detail}")
 
 
-def check_address(address: str, source: str = "general_cfg.ray_address") -> str:
-    """Validate and probe ``address``; returns the address to hand to ``ray.init``."""
-    label = Target(address, source).label
-    if address == "auto":
-        hostport = _resolve_auto(label)
-        _check_cluster(label, hostport, client=hostport.startswith("ray://"))
-        return hostport
-    client = address.startswith("ray://")
-    _split(label, address)  # raises the "allowed" message for anything else (http://, no port)
-    _check_cluster(label, address.removeprefix("ray://"), client=client)
-    return address
 
 
-def _one_line(exc: BaseException, limit: int = 400) -> str:
-    """The whole message on one line: Ray's version mismatch names the versions below its
-    first line."""
-    text = " ".join(str(exc).split())
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _refused_hint(mode: str) -> str:
-    """Why a GCS that answered may still refuse a driver: token authentication."""
-    version = installed_ray() or ""
-    if not has_token_auth(version):
-        return ""
-    if mode == "token":
-        return (
-            "; the cluster may have refused this machine's Ray auth token (it must be the head "
-            "node's: `ray get-auth-token` on the head), or has token authentication off "
-            "(then unset RAY_AUTH_MODE)"
-        )
-    return f"; if the cluster uses token authentication: {TOKEN_HELP}"
 
 
-def in_ray_job() -> bool:
-    """Whether this process is the driver of a Ray job (``ray job submit``)."""
-    return JOB_CONFIG_ENV in os.environ
 
 
 def job_notes(tasks_dir: str) -> list[str]:
@@ -336,7 +150,7 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
             ) from None
         return "owned"
     label = target.label
-    mode = _check_token_mode(label)
+    mode = check_token_mode(label)
     hostport = check_address(target.address, target.source)
     # A job's driver runs in the job's working_dir copy and its runtime_env already ships it.
     runtime_env = None
@@ -345,8 +159,8 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     try:
         ray.init(address=hostport, runtime_env=runtime_env, **common)
     except Exception as exc:  # refused, version mismatches, runtime_env upload failures, ...
-        hint = _refused_hint(mode) if isinstance(exc, ConnectionError) else ""
-        raise ClusterError(f"{label}: cannot attach ({_one_line(exc)}){hint}") from None
+        hint = refused_hint(mode) if isinstance(exc, ConnectionError) else ""
+        raise ClusterError(f"{label}: cannot attach ({one_line(exc)}){hint}") from None
     via = "" if target.source == "general_cfg.ray_address" else f" (from {target.source})"
     _SESSION.joined = f"{hostport}{via}"
     return "attached"

@@ -6,7 +6,6 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from joyrl_ray.run.trajectories import Trajectory
 from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
@@ -15,6 +14,7 @@ from joyrl_ray.wire.messages import (
     LearnerTimes,
     Placement,
     Reports,
+    Trajectory,
     WorkerTimes,
 )
 from joyrl_ray.wire.where import node_here

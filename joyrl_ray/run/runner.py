@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,34 +36,22 @@ from joyrl_ray.backends.ray_cluster import ClusterError, RaySession, job_notes, 
 from joyrl_ray.backends.ray_runtime import RayRuntime
 from joyrl_ray.backends.runtime import LearnerSetup, RoleResults, Runtime
 from joyrl_ray.config import ConfigError, RunConfig
-from joyrl_ray.control.coordinator import CoordinatorStats, StopRule
+from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data_needs import DataNeeds
-from joyrl_ray.flows.base import DataPlaneStats
 from joyrl_ray.flows.registry import flow_for
 from joyrl_ray.heap import freeze_startup_heap, thaw_heap
-from joyrl_ray.roles.learner.learner import learner_seconds
 from joyrl_ray.run import modes, signals
-from joyrl_ray.run.bottleneck import describe as describe_bottleneck
-from joyrl_ray.run.bottleneck import judge
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
 from joyrl_ray.run.recorder import Recorder
+from joyrl_ray.run.summary import PlaneStats, build_summary
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
 from joyrl_ray.run.video import record_video
 from joyrl_ray.wire.handles import RoleError
 from joyrl_ray.wire.messages import Counters, Placement
 
 EXIT_OK = 0
-# Stops that a resume from the last checkpoint gets past (an env that fails, or workers that
-# cannot start, would fail again: no resume command for those).
-RESUMABLE_STOPS = (
-    "coordinator_failed",
-    "data_server_failed",
-    "learner_failed",
-    "stalled",
-    "interrupted",
-)
 
 
 @dataclass
@@ -167,14 +154,6 @@ def plane_setup(cfg: RunConfig, counters: Counters | None, buffer: Any) -> Plane
     )
 
 
-@dataclass
-class PlaneStats:
-    """The coordinator's and the data plane's closing figures."""
-
-    coordinator: CoordinatorStats
-    data: DataPlaneStats | None
-
-
 def _run_in(
     cfg: RunConfig,
     task: TaskDir,
@@ -226,7 +205,7 @@ def _run_in(
             if "render_error" in render:
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
-        summary = _summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
+        summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
         if session is not None:  # the last Ray call was the one above
@@ -334,133 +313,3 @@ def _plane_stats(driver: Driver, runtime: Runtime, recorder: Recorder) -> PlaneS
     return PlaneStats(coordinator, data)
 
 
-def _summary(
-    cfg: RunConfig,
-    recorder: Recorder,
-    outcome: DriveOutcome,
-    results: RoleResults,
-    planes: PlaneStats | None,
-    started_at: float,
-    start: modes.Start,
-) -> dict[str, Any]:
-    from joyrl_ray.roles.evaluator.evaluator import summarize_returns
-
-    general = cfg.general
-    train = general.mode == "train"
-    counters = recorder.counters
-    episodes = recorder.episode_rows
-    now = time.monotonic()
-    wall = time.time() - started_at
-    startup = wall - (now - outcome.first_data_at) if outcome.first_data_at else None
-    run_s = None
-    if outcome.first_data_at is not None:
-        run_s = (outcome.stopped_at or now) - outcome.first_data_at
-    coordinator = planes.coordinator if planes else None
-    data = planes.data if planes else None
-    learners = results.learner_stats()
-    workers_t, learners_t = recorder.worker_times, recorder.learner_times
-    n_learners = general.n_learners if train else 0
-    bottleneck = judge(
-        workers_t,
-        learners_t,
-        wall_s=max(run_s or wall, 1e-9),
-        n_workers=general.n_workers,
-        n_learners=n_learners,
-        env_steps=counters["env_steps"] - recorder.start_counters["env_steps"],
-        n_envs_per_worker=general.n_envs_per_worker,
-        vector_mode=cfg.env.vector_mode,
-    )
-    summary: dict[str, Any] = {
-        "mode": general.mode,
-        "algo": general.algo_name,
-        "env_id": cfg.env.id,
-        "backend": general.mp_backend,
-        "n_workers": general.n_workers,
-        "n_learners": n_learners,
-        "env_steps": counters["env_steps"],
-        "episodes": counters["episodes"],
-        "episodes_this_run": recorder.episodes_this_run,
-        "updates": counters["updates"],
-        "wall_time_s": round(wall, 3),
-        "started_at": round(started_at, 3),  # epoch seconds; eval wall times count from here
-        "stop_reason": outcome.stop_reason or (coordinator.stop_reason if coordinator else None),
-        "error": outcome.error,
-        "resumed_from": str(start.source) if start.source is not None and train else None,
-        "loaded_checkpoint": str(start.checkpoint_file) if start.checkpoint_file else None,
-        "eval_history": recorder.eval_history,
-        "worker_restarts": sum(outcome.worker_restarts.values()),
-        "worker_restarts_by_worker": {str(k): v for k, v in outcome.worker_restarts.items()},
-        "workers_dropped": results.workers_dropped,
-        "evals_skipped": outcome.evals_skipped,
-        "learner_restarts": results.learner_restarts,
-        "env_errors": recorder.env_errors,
-        "first_env_error": recorder.first_env_error,
-        "bottleneck": bottleneck.as_dict(),
-        "bottleneck_line": describe_bottleneck(bottleneck, learners=n_learners > 0),
-        "time_s": {
-            "startup": round(startup, 3) if startup is not None else None,
-            "run": round(run_s, 3) if run_s is not None else None,
-            "teardown": None,
-            "workers_stepping": round(workers_t.step_s, 3),
-            "workers_push_wait": round(workers_t.push_wait_s, 3),
-            "workers_weights_wait": round(workers_t.weights_wait_s, 3),
-            "learner_learning": round(learners_t.learn_s, 3),
-            "learner_data_wait": round(learners_t.data_wait_s, 3),
-            "learner_sync": round(learners_t.sync_s, 3),
-            "learner_checkpoint": round(learners_t.checkpoint_s, 3),
-            "data_server_busy": data.busy_s if data else None,
-            "coordinator_busy": coordinator.busy_s if coordinator else None,
-        },
-        "learners": [vars(s) | {"times": vars(s.times)} for s in learners],
-    }
-    if learners:
-        summary["device"] = learners[0].device
-        summary["learner_seconds"] = learner_seconds(learners)
-    if coordinator is not None:
-        dropped = Counter(coordinator.transitions_dropped)
-        if data is not None:
-            dropped.update(data.transitions_dropped)
-            dropped["lost_with_shard"] += held_by_lost_shards(coordinator, data)
-        summary.update(
-            transitions_collected=coordinator.transitions_collected,
-            transitions_stored=data.transitions_stored if data else 0,
-            transitions_dropped={k: v for k, v in dropped.items() if v},
-            weights_versions=coordinator.weights_versions,
-            weights_rejected=coordinator.weights_rejected,
-            episodes_dropped=coordinator.episodes_dropped,
-            buffer=data.buffer if data else {},
-            replay_shards=data.shards if data else [],
-        )
-    if not train:
-        summary.update(
-            summarize_returns([e["return"] for e in episodes], [e["length"] for e in episodes])
-        )
-        summary["episode_lengths"] = [e["length"] for e in episodes]
-    if recorder.trajs is not None:
-        summary["trajectories"] = recorder.trajs.total
-    threshold = general.reward_threshold
-    summary["solved"] = bool(
-        threshold is not None
-        and recorder.eval_history
-        and max(e["return_mean"] for e in recorder.eval_history) >= threshold
-    )
-    if train and summary["stop_reason"] in RESUMABLE_STOPS:
-        summary["resume_command"] = resume_command(recorder.task.root)
-    return summary
-
-
-def held_by_lost_shards(coordinator: CoordinatorStats, data: DataPlaneStats) -> int:
-    """Rows replay shards held when they died: what their workers sent them, less what the
-    restarted shards hold and dropped themselves."""
-    lost = 0
-    for shard in data.shards:
-        sent = coordinator.rows_sent.get(shard["shard"], 0)
-        lost += max(sent - shard["stored"] - shard["dropped"], 0)
-    return lost
-
-
-def resume_command(task_root: Path) -> str:
-    return (
-        f"python main.py --yaml {task_root / 'config.yaml'} general_cfg.load_checkpoint=true "
-        f"general_cfg.load_path={task_root}"
-    )

@@ -21,15 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from joyrl_ray.run.atomic_file import atomic_write
+from joyrl_ray.wire.messages import Trajectory
 
 MAX_PER_FILE = 1000
 FLUSH_EVERY_S = 30.0
 FILE_PATTERN = re.compile(r"^trajs_(\d+)\.pkl$")
 
-Trajectory = dict[str, np.ndarray]
 
 
 def _atomic_pickle(obj: Any, path: Path) -> None:

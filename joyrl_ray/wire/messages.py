@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from joyrl_ray.run.trajectories import Trajectory
+#: One finished episode: a dict of numpy arrays, one row per step (``obs``, ``actions``,
+#: ``rewards``, ``terminated``, ``truncated``, ``next_obs``).
+Trajectory = dict[str, np.ndarray]
+
 
 
 @dataclass

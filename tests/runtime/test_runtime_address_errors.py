@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from joyrl_ray.backends import ray_cluster
+from joyrl_ray.backends import cluster_address
 from joyrl_ray.backends.ray_cluster import ClusterError
 from tests.support.procs import free_port, main_env, task_dirs
 
@@ -55,7 +55,7 @@ def test_malformed_address_names_what_is_allowed(address):
     with pytest.raises(
         ClusterError, match="allowed: null .*local, auto, host:port .*ray://host:port"
     ):
-        ray_cluster.check_address(address)
+        cluster_address.check_address(address)
 
 
 @pytest.mark.parametrize("scheme", ["", "ray://"])
@@ -63,7 +63,7 @@ def test_closed_port_fails_within_seconds(scheme):
     port = free_port()
     t0 = time.monotonic()
     with pytest.raises(ClusterError, match=f"no Ray .* answers at 127.0.0.1:{port}"):
-        ray_cluster.check_address(f"{scheme}127.0.0.1:{port}")
+        cluster_address.check_address(f"{scheme}127.0.0.1:{port}")
     assert time.monotonic() - t0 < 12
 
 
@@ -97,5 +97,5 @@ def not_ray_server():
 def test_port_that_is_not_ray_fails_within_seconds(not_ray_server, scheme):
     t0 = time.monotonic()
     with pytest.raises(ClusterError, match=f"127.0.0.1:{not_ray_server}"):
-        ray_cluster.check_address(f"{scheme}127.0.0.1:{not_ray_server}")
+        cluster_address.check_address(f"{scheme}127.0.0.1:{not_ray_server}")
     assert time.monotonic() - t0 < 12

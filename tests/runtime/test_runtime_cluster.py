@@ -238,7 +238,7 @@ def test_attach_by_ray_client_runs(cluster, tmp_path):
     _assert_cluster_up(cluster)
 
 
-CHECK = "from joyrl_ray.backends.ray_cluster import check_address as c; c({!r})"
+CHECK = "from joyrl_ray.backends.cluster_address import check_address as c; c({!r})"
 
 
 def test_auto_finds_the_cluster_from_ray_address(cluster):
