@@ -24,11 +24,10 @@ STEP_COLUMNS = (OBS, ACTIONS, REWARDS, NEXT_OBS, TERMINATED, TRUNCATED)
 # Off-policy transitions (n-step folded by workers): target = rewards + discounts * V(next_obs).
 DISCOUNTS = "discounts"
 
-# Added by the DataServer to every sampled batch.
+# Added by a replay shard (DataServer) to every sampled batch.
 SLOTS = "slots"  # replay slots the rows were read from
 GENERATIONS = "generations"  # write count of each slot at sampling time
 WEIGHTS = "weights"  # importance-sampling weights (ones for uniform replay)
-REPLAY_COLUMNS = (SLOTS, GENERATIONS, WEIGHTS)
 
 
 def batch_rows(batch: Batch) -> int:

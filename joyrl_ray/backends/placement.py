@@ -5,9 +5,9 @@
   (``learner_placement``), so the ranks sit together for their gradient exchange.
 - Workers: spread over the nodes by default (``worker_placement``), with
   ``worker_resources`` to pin them to node types.
-- The DataServer: on the driver's node (it answers the driver's calls most often), or
-  wherever ``data_server_resources`` says. The online evaluator sits on the driver's node
-  too (the driver hands it every checkpoint).
+- The data-plane actors (replay shards, rollout queue): on the driver's node (they answer
+  the driver's calls most often), or wherever ``data_server_resources`` says. The online
+  evaluator sits on the driver's node too (the driver hands it every checkpoint).
 
 :func:`check_fits` runs before any actor starts: a request that no node can hold is one
 line (what was asked, what the largest node has) and exit code 2, never a silent hang.

@@ -1,1 +1,1 @@
-"""The control plane: one small actor that knows the run's state and no data."""
+"""The control plane: the coordinator, which knows no data, and what only it uses."""

@@ -1,1 +1,1 @@
-"""The data plane: replay shards (off-policy) or the rollout queue (on-policy)."""
+"""The data plane: replay shards, rollout queues and their storage; no knowledge of control."""

@@ -1,1 +1,1 @@
-"""TODO"""
+"""The roles that do the work: the worker, the learner, the evaluator (one folder each)."""

@@ -6,7 +6,7 @@ with one row per step: ``obs``, ``actions``, ``rewards``, ``terminated``, ``trun
 was flushed and never leaves a half-written file.
 
 With ``collect_traj: true`` workers send finished episodes with their pushes; the
-DataServer counts them (dropping, with their episodes, any past ``max_episode`` or after
+coordinator counts them (dropping, with their episodes, any past ``max_episode`` or after
 the stop) and the driver's single writer appends them, so the files hold exactly the
 episodes of ``episodes.csv``, in the same order. A resumed run's files hold the episodes
 of that run only (``summary.json``: ``trajectories == episodes_this_run``).

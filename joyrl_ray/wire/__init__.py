@@ -1,1 +1,1 @@
-"""TODO"""
+"""What crosses between roles: messages, handles, the typed clients' base, waiting."""

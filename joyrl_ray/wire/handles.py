@@ -1,4 +1,4 @@
-"""One calling convention for both backends, under the typed clients of ``clients.py``.
+"""One calling convention for both backends, under the typed clients (``RoleClient``).
 
 A handle runs a role's method by name and returns a :class:`Call` whose ``result`` gives
 the value or raises. With ``mp_backend: single`` the method runs at once in this process

@@ -1,1 +1,1 @@
-"""TODO"""
+"""The evaluator: plays greedy episodes with a checkpoint's weights, beside learning."""

@@ -14,7 +14,6 @@ interrupt`): a thread still acting with torch while the interpreter exits aborts
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -169,7 +168,6 @@ class EvalResult:
     updates: int
     env_steps: int
     returns: dict[str, Any]  # summarize_returns of its episodes
-    eval_s: float
 
 
 class OnlineEvaluator:
@@ -191,10 +189,9 @@ class OnlineEvaluator:
         self.interrupted = threading.Event()
 
     def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:
-        t0 = time.monotonic()
         self.policy.set_weights(weights)
         returns = self.evaluator.evaluate(self.episodes, self.interrupted)
-        return EvalResult(updates, env_steps, returns, round(time.monotonic() - t0, 3))
+        return EvalResult(updates, env_steps, returns)
 
     def interrupt(self) -> None:
         """Make the evaluation running (and any later one) stop at its next step; safe to

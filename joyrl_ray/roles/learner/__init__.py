@@ -1,1 +1,1 @@
-"""TODO"""
+"""The learner: owns the model, learns from its flow's source, publishes weights."""
