@@ -16,6 +16,7 @@ from tests.algos.test_ppo_learn_step import (
     greedy_return,
     rollout,
 )
+from tests.algos.test_vtrace import reference_vtrace
 
 
 def make(cls: type[APPO], space_kind: str, **overrides: object) -> APPO:
@@ -67,3 +68,42 @@ def test_learns_a_bandit(cls: type[APPO], kind: str) -> None:
     after = greedy_return(algo.policy, kind, obs)
     assert all(np.isfinite(v) for v in result.metrics.values()), result.metrics
     assert_learned(kind, before, after)
+
+
+@pytest.mark.parametrize("cls", [APPO, IMPALA], ids=["APPO", "IMPALA"])
+def test_targets_follow_the_configured_vtrace_lambda_rho_bar_and_c_bar(cls: type[APPO]) -> None:
+    """Episodes of several steps and ratios on both sides of each threshold: the learner's
+    advantages and value targets are the paper's V-trace with the config's own settings."""
+    clipping = {"rho_bar": 1.5, "c_bar": 0.6, "vtrace_lambda": 0.9}
+    algo = make(cls, "discrete", gamma=0.97, **clipping)
+    rng = np.random.default_rng(0)
+    batch = rollout(algo.policy, "discrete", rng)
+    steps, envs = batch["rewards"].shape
+    batch["terminated"] = rng.random((steps, envs)) < 0.1
+    batch["truncated"] = (rng.random((steps, envs)) < 0.1) & ~batch["terminated"]
+    batch["log_prob"] = batch["log_prob"] + rng.uniform(-1.5, 1.5, (steps, envs))
+    obs = to_tensor(batch["obs"], algo.device).flatten(0, 1)
+    values = algo._values(obs).reshape(steps, envs)
+    next_values = torch.as_tensor(rng.normal(size=(steps, envs)), dtype=torch.float32)
+    actions = algo._flat_actions(batch["actions"], steps * envs)
+
+    advantages, vs, log_pi = algo._targets(batch, obs, actions, values, next_values)
+
+    ratios = np.exp(log_pi.numpy().reshape(steps, envs) - batch["log_prob"])
+    assert ratios.min() < 0.6 and 0.6 < np.median(ratios) < 1.5 and ratios.max() > 1.5
+    expected_vs, expected_advantages = reference_vtrace(
+        ratios,
+        batch["rewards"],
+        values.numpy(),
+        next_values.numpy(),
+        batch["terminated"],
+        batch["truncated"],
+        gamma=0.97,
+        rho_bar=1.5,
+        c_bar=0.6,
+        lam=0.9,
+    )
+    np.testing.assert_allclose(vs.numpy().reshape(steps, envs), expected_vs, atol=1e-5)
+    np.testing.assert_allclose(
+        advantages.numpy().reshape(steps, envs), expected_advantages, atol=1e-5
+    )
