@@ -51,6 +51,7 @@ from algos import get_algorithm  # noqa: E402
 from envs.probe import probe_env  # noqa: E402
 from envs.registry import make_env_fn  # noqa: E402
 from joyrl_ray.backends.planes import PlaneSetup  # noqa: E402
+from joyrl_ray.backends.runtime import RoleConfigs  # noqa: E402
 from joyrl_ray.config import RunConfig, load_config  # noqa: E402
 from joyrl_ray.control.coordinator import StopRule  # noqa: E402
 from joyrl_ray.data_needs import ReplayNeeds  # noqa: E402
@@ -151,7 +152,13 @@ def single_backend(cfg: RunConfig, seconds: float, warmup: float) -> dict[str, f
     from joyrl_ray.backends.local import LocalRuntime
 
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
-    runtime = LocalRuntime(cfg, plane_setup(cfg, learn=True), learner_setup(spaces), spaces)
+    runtime = LocalRuntime(
+        cfg.general,
+        RoleConfigs.of(cfg),
+        plane_setup(cfg, learn=True),
+        learner_setup(spaces),
+        spaces,
+    )
     counters = lambda: runtime.coordinator_object.counters  # noqa: E731
     try:
         return measure(runtime.advance, counters, seconds, warmup, learn=True, cfg=cfg)
@@ -255,7 +262,14 @@ def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
     requests = make_requests(cfg.general, alive_nodes(), train=args.learn)
     setup = learner_setup(spaces) if args.learn else None
-    runtime = RayRuntime(cfg, plane_setup(cfg, learn=args.learn), setup, spaces, requests)
+    runtime = RayRuntime(
+        cfg.general,
+        RoleConfigs.of(cfg),
+        plane_setup(cfg, learn=args.learn),
+        setup,
+        spaces,
+        requests,
+    )
     latest = {"counters": None}
 
     def counters() -> Any:

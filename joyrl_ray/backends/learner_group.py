@@ -14,6 +14,7 @@ from joyrl_ray.backends.placement import Requests, actor_options, learner_group,
 from joyrl_ray.backends.runtime import LearnerSetup, RoleEvents
 from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.learner.client import LearnerClient
+from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import Learner, LearnerResult
 from joyrl_ray.roles.learner.source import LearnerLinks
 from joyrl_ray.wire.handles import Call, RayHandle, RoleDied
@@ -28,7 +29,7 @@ class LearnerGroup:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: LearnerConfig,
         general: GeneralConfig,
         links: LearnerLinks,
         setup: LearnerSetup,
@@ -76,7 +77,6 @@ class LearnerGroup:
                 world_size=world,
                 generation=self.generation,
                 start_state=state_ref,
-                threads=max(1, int(general.learner_num_cpus)),
             )
             for rank in range(world)
         ]

@@ -9,9 +9,16 @@ from __future__ import annotations
 import time
 
 from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
-from joyrl_ray.backends.runtime import Evaluations, LearnerSetup, RoleEvents, RoleResults, Spaces
-from joyrl_ray.config import RunConfig
+from joyrl_ray.backends.runtime import (
+    Evaluations,
+    LearnerSetup,
+    RoleConfigs,
+    RoleEvents,
+    RoleResults,
+    Spaces,
+)
 from joyrl_ray.flows.base import DataPlane
+from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.roles.learner.learner import Learner
@@ -24,12 +31,12 @@ class LocalRuntime(Evaluations):
 
     def __init__(
         self,
-        cfg: RunConfig,
+        general: GeneralConfig,
+        roles: RoleConfigs,
         setup: PlaneSetup,
         learner: LearnerSetup | None,
         spaces: Spaces,
     ) -> None:
-        general = cfg.general
         self.store: ObjectStore = LocalStore()
         self.planes = LocalPlanes(setup, self.store)
         self.data: DataPlane = self.planes.data
@@ -38,15 +45,14 @@ class LocalRuntime(Evaluations):
         self.learner = None
         if learner is not None:
             self.learner = Learner(
-                cfg,
+                roles.learner,
                 self.planes.learner_links(self.store),
                 learner.spaces,
                 start_state=learner.start_state,
-                threads=max(1, int(general.learner_num_cpus)),
             )
             self.learner.start(None)
         self.workers = [
-            Worker(i, cfg, self.planes.sender(i), self.store)
+            Worker(i, roles.worker, self.planes.sender(i), self.store)
             for i in range(general.n_workers)
         ]
         for worker in self.workers:
@@ -54,7 +60,7 @@ class LocalRuntime(Evaluations):
         self.evaluator: EvaluatorClient | None = None
         self._online_evaluator: OnlineEvaluator | None = None
         if learner is not None and general.online_eval:
-            self._online_evaluator = OnlineEvaluator(cfg, spaces)
+            self._online_evaluator = OnlineEvaluator(roles.evaluator, spaces)
             self.evaluator = EvaluatorClient(LocalHandle(self._online_evaluator, "Evaluator"))
         self.results = RoleResults()
         self.finished = False

@@ -18,13 +18,14 @@ from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
 from joyrl_ray.backends.runtime import (
     Evaluations,
     LearnerSetup,
+    RoleConfigs,
     RoleEvents,
     RoleResults,
     Spaces,
 )
 from joyrl_ray.backends.worker_fleet import WorkerFleet
-from joyrl_ray.config import RunConfig
 from joyrl_ray.flows.base import DataPlane
+from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.wire.handles import (
@@ -47,7 +48,8 @@ class RayRuntime(Evaluations):
 
     def __init__(
         self,
-        cfg: RunConfig,
+        general: GeneralConfig,
+        roles: RoleConfigs,
         setup: PlaneSetup,
         learner: LearnerSetup | None,
         spaces: Spaces,
@@ -56,7 +58,6 @@ class RayRuntime(Evaluations):
         import ray
 
         self.ray = ray
-        general = cfg.general
         self.store: ObjectStore = RayStore()
         self.planes = RayPlanes(
             setup,
@@ -73,9 +74,9 @@ class RayRuntime(Evaluations):
             # on-policy workers wait for the learner's first weights, and the learner has
             # more to start (its optimizer imports torch's compiler: about a CPU-second).
             links = self.planes.learner_links()
-            self.learners = LearnerGroup(cfg, general, links, learner, requests)
+            self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
             self.learners.create(learner.start_state)
-        self.fleet = WorkerFleet(cfg, self.planes, requests)
+        self.fleet = WorkerFleet(general, roles.worker, self.planes, requests)
         self._submit("worker", self.fleet.run())
         if self.learners is not None:  # workers and learners start side by side
             self._submit("learner", self.learners.run())
@@ -90,7 +91,8 @@ class RayRuntime(Evaluations):
         self._news_seen = 0
         self._news_ok = True
         if learner is not None and general.online_eval:
-            self._evaluator_thread = ThreadHandle(OnlineEvaluator(cfg, spaces), "Evaluator")
+            evaluator = OnlineEvaluator(roles.evaluator, spaces)
+            self._evaluator_thread = ThreadHandle(evaluator, "Evaluator")
             self.evaluator = EvaluatorClient(self._evaluator_thread)
         self.finished = False
 

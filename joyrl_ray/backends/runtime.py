@@ -17,15 +17,33 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from joyrl_ray.config import RunConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.flows.base import DataPlane
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
+from joyrl_ray.roles.evaluator.config import EvaluatorConfig
 from joyrl_ray.roles.evaluator.evaluator import EvalResult
+from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import LearnerResult, LearnerStats
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import WorkerStats
 from joyrl_ray.wire.handles import Call, ObjectStore
 
 Spaces = tuple[gym.Space, gym.Space]
+
+
+@dataclass(frozen=True)
+class RoleConfigs:
+    """Each role's own slice of the run config, built once by the driver: no actor receives
+    the whole run config."""
+
+    worker: WorkerConfig
+    learner: LearnerConfig
+    evaluator: EvaluatorConfig
+
+    @classmethod
+    def of(cls, cfg: RunConfig) -> RoleConfigs:
+        return cls(WorkerConfig.of(cfg), LearnerConfig.of(cfg), EvaluatorConfig.of(cfg))
 
 
 @dataclass

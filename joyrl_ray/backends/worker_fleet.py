@@ -14,8 +14,9 @@ from typing import Any
 from joyrl_ray.backends.placement import Requests, actor_options, worker_strategy
 from joyrl_ray.backends.planes import RayPlanes
 from joyrl_ray.backends.runtime import RoleEvents, RoleResults
-from joyrl_ray.config import RunConfig
+from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.worker.client import WorkerClient
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import Worker, WorkerStats
 from joyrl_ray.wire.handles import ANSI_ESCAPES, Call, RayHandle, RayStore, RoleDied, plain_line
 
@@ -25,10 +26,11 @@ DROP_TIMEOUT_S = 30.0
 class WorkerFleet:
     """``n_workers`` worker actors, each with its own restart budget."""
 
-    def __init__(self, cfg: RunConfig, planes: RayPlanes, requests: Requests) -> None:
+    def __init__(
+        self, general: GeneralConfig, cfg: WorkerConfig, planes: RayPlanes, requests: Requests
+    ) -> None:
         import ray
 
-        general = cfg.general
         self.n_workers = general.n_workers
         self.max_restarts = general.max_worker_restarts
         self.planes = planes

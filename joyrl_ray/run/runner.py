@@ -34,7 +34,7 @@ from joyrl_ray.backends.placement import (
 from joyrl_ray.backends.planes import PlaneSetup
 from joyrl_ray.backends.ray_cluster import ClusterError, RaySession, job_notes, start_session
 from joyrl_ray.backends.ray_runtime import RayRuntime
-from joyrl_ray.backends.runtime import LearnerSetup, RoleResults, Runtime
+from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, RoleResults, Runtime
 from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data_needs import DataNeeds
@@ -259,13 +259,14 @@ def _drive(
         state = start.checkpoint_bytes() if start.resume else None
         setup = LearnerSetup(spaces, state, lambda: driver.latest_state if driver else None)
     planes = plane_setup(cfg, counters, buffer)
+    roles = RoleConfigs.of(cfg)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime
     if session is None:
-        runtime = LocalRuntime(cfg, planes, setup, spaces)
+        runtime = LocalRuntime(general, roles, planes, setup, spaces)
     else:
         nodes_line = describe(alive_nodes())
-        runtime = RayRuntime(cfg, planes, setup, spaces, requests)
+        runtime = RayRuntime(general, roles, planes, setup, spaces, requests)
     freeze_startup_heap()  # the driver's own libraries and roles are all loaded by now
     try:
         if not train:  # workers act with the checkpoint's weights

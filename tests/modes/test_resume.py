@@ -18,6 +18,7 @@ import torch
 from envs.probe import probe_env
 from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import Learner
 from joyrl_ray.run.checkpoint import find_checkpoint, load_checkpoint
 from joyrl_ray.run.cli import run_from_cli
@@ -121,7 +122,7 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
     planes = LocalPlanes(setup, LocalStore())
     spaces = probe_env(cfg.env)
     learner = Learner(
-        cfg,
+        LearnerConfig.of(cfg),
         planes.learner_links(LocalStore()),
         spaces,
         start_state=path.read_bytes(),
@@ -175,7 +176,7 @@ def test_a_restored_learner_continues_the_noise_stream_of_its_checkpoint(
     setup = PlaneSetup(stop_rule=StopRule(), needs=None, n_workers=1, counters=counters)
     planes = LocalPlanes(setup, LocalStore())
     learner = Learner(
-        cfg,
+        LearnerConfig.of(cfg),
         planes.learner_links(LocalStore()),
         probe_env(cfg.env),
         start_state=path.read_bytes(),

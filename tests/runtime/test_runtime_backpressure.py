@@ -14,6 +14,7 @@ from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.data.clients import DataServerClient
 from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.flows.replay import ReplaySender
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import Worker
 from joyrl_ray.wire.handles import RayHandle, RayStore
 from tests.support.runs import make_cfg
@@ -87,7 +88,7 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         client = CoordinatorClient(
             RayHandle("Coordinator", name="backpressure-coordinator", actor=coordinator_actor)
         )
-        worker = Worker(0, cfg, ReplaySender(client, shard), RayStore())
+        worker = Worker(0, WorkerConfig.of(cfg), ReplaySender(client, shard), RayStore())
         # As a learner does at its start: version 1 is published; the worker takes it from
         # an ack and fetches it once.
         client.publish_weights(worker.policy.get_weights(), 1).result(30)

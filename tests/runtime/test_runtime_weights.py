@@ -18,7 +18,9 @@ from envs.probe import probe_env
 from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S
+from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import LEARNED, Learner
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import Worker
 from joyrl_ray.wire.handles import RayStore
 from tests.support.runs import make_cfg
@@ -72,10 +74,12 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
     learner = (
         ray.remote(ProbeLearner)
         .options(num_cpus=0)
-        .remote(cfg, planes.learner_links(), probe_env(cfg.env))
+        .remote(LearnerConfig.of(cfg), planes.learner_links(), probe_env(cfg.env))
     )
     worker = (
-        ray.remote(ProbeWorker).options(num_cpus=0).remote(0, cfg, planes.sender(0), RayStore())
+        ray.remote(ProbeWorker)
+        .options(num_cpus=0)
+        .remote(0, WorkerConfig.of(cfg), planes.sender(0), RayStore())
     )
     obs = _probe_obs()
     try:

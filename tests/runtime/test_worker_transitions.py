@@ -22,6 +22,7 @@ from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS
 from joyrl_ray.config import RunConfig, load_config
 from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import Worker
 from joyrl_ray.wire.handles import LocalStore
 
@@ -68,7 +69,7 @@ def collect(*overrides: str) -> tuple[dict[str, np.ndarray], list[Any]]:
     )
     store = LocalStore()
     planes = LocalPlanes(setup, store)
-    worker = Worker(0, cfg, planes.sender(0), store)
+    worker = Worker(0, WorkerConfig.of(cfg), planes.sender(0), store)
     worker.start()
     while worker.step(0.0):
         pass

@@ -17,6 +17,7 @@ import numpy as np
 from algos import get_algorithm
 from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
 from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import Worker
 from joyrl_ray.wire.handles import LocalStore
 from tests.support.runs import make_cfg
@@ -48,7 +49,7 @@ def test_a_held_back_worker_acts_with_the_weights_published_while_it_waited(
     store = LocalStore()
     planes = LocalPlanes(setup, store)
     server, shard = planes.coordinator_object, planes.objects[0]
-    worker = Worker(0, cfg, planes.sender(0), store)
+    worker = Worker(0, WorkerConfig.of(cfg), planes.sender(0), store)
     worker.start()
     for _ in range(20):  # no learner: past learn_start the ratio holds the worker back
         worker.step(0.0)

@@ -27,7 +27,7 @@ from algos import get_algorithm
 from algos.base import Policy
 from envs.registry import make_env, make_env_fn
 from envs.vector import close_vector_env, make_vector_env
-from joyrl_ray.config import RunConfig
+from joyrl_ray.roles.evaluator.config import EvaluatorConfig
 from joyrl_ray.seeding import derive_seed
 
 
@@ -173,19 +173,18 @@ class EvalResult:
 class OnlineEvaluator:
     """Evaluates checkpoints' acting weights while the learner goes on learning."""
 
-    def __init__(self, cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> None:
+    def __init__(self, cfg: EvaluatorConfig, spaces: tuple[gym.Space, gym.Space]) -> None:
         torch.set_num_threads(1)
-        general = cfg.general
-        spec = get_algorithm(general.algo_name)
+        spec = get_algorithm(cfg.algo_name)
         self.policy = spec.policy_cls(cfg.algo, *spaces, torch.device("cpu"))
         self.evaluator = Evaluator(
             cfg.env,
             self.policy,
-            seed=general.seed,
-            max_step=general.max_step,
+            seed=cfg.seed,
+            max_step=cfg.max_step,
             vector_mode=cfg.env.vector_mode,
         )
-        self.episodes = general.online_eval_episode
+        self.episodes = cfg.episodes
         self.interrupted = threading.Event()
 
     def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:

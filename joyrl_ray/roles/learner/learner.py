@@ -32,8 +32,8 @@ import torch
 from algos import get_algorithm
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
-from joyrl_ray.config import RunConfig
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.distributed import ProcessGroup
 from joyrl_ray.roles.learner.source import IDLE, LEARNED, STOPPED, LearnerLinks
 from joyrl_ray.seeding import derive_seed
@@ -97,7 +97,7 @@ class Learner:
 
     def __init__(
         self,
-        cfg: RunConfig,
+        cfg: LearnerConfig,
         links: LearnerLinks,
         spaces: tuple[gym.Space, gym.Space],
         *,
@@ -105,22 +105,20 @@ class Learner:
         world_size: int = 1,
         generation: int = 1,
         start_state: bytes | None = None,
-        threads: int = 1,
     ) -> None:
-        torch.set_num_threads(max(1, threads))
-        general = cfg.general
+        torch.set_num_threads(cfg.threads)
         self.cfg = cfg
         self.links = links
         self.coordinator = links.coordinator
         self.rank, self.world_size, self.generation = rank, world_size, generation
-        self.device = pick_device(general.device)
-        spec = get_algorithm(general.algo_name)
-        if general.seed:  # before the policy exists: its initial weights follow the seed
-            torch.manual_seed(derive_seed(general.seed, "torch", "learner"))
+        self.device = pick_device(cfg.device)
+        spec = get_algorithm(cfg.algo_name)
+        if cfg.seed:  # before the policy exists: its initial weights follow the seed
+            torch.manual_seed(derive_seed(cfg.seed, "torch", "learner"))
         self.algorithm = spec.algorithm_cls(cfg.algo, *spaces, self.device)
         self.source = links.source
         self.source.bind(rank, world_size, MAX_UPDATES_PER_ROUND)
-        self.algorithm.seed(derive_seed(general.seed, "learner"))
+        self.algorithm.seed(derive_seed(cfg.seed, "learner"))
         self.weights_version = 0
         self.counters = Counters()
         if start_state is not None:
@@ -149,7 +147,7 @@ class Learner:
     def state(self) -> dict[str, Any]:
         """Everything a resumed learner needs (see :meth:`_restore`)."""
         return {
-            "algo_name": self.cfg.general.algo_name,
+            "algo_name": self.cfg.algo_name,
             "policy": self.algorithm.state_dict(),
             "weights_version": self.weights_version,
             "counters": vars(self.counters).copy(),
@@ -232,13 +230,13 @@ class Learner:
             self.metric_sums[key] += value
         self.metric_count += 1
         self.counters.updates = self.updates
-        general = self.cfg.general
+        cfg = self.cfg
         if self.rank == 0:
             every = self.source.publishes_every_update
-            if every or self.updates % general.weights_publish_every == 0:
+            if every or self.updates % cfg.weights_publish_every == 0:
                 self.publish_weights()
-            if self.updates % general.model_save_fre == 0:
-                self.checkpoint(evaluate=general.online_eval)
+            if self.updates % cfg.model_save_fre == 0:
+                self.checkpoint(evaluate=cfg.online_eval)
         if time.monotonic() - self.last_report > REPORT_EVERY_S:
             self.report()
         return result.priorities

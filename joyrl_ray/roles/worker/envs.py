@@ -10,7 +10,7 @@ from gymnasium.vector import VectorEnv
 from envs.faults import with_step_errors
 from envs.registry import make_env_fn
 from envs.vector import close_vector_env, make_vector_env
-from joyrl_ray.config import RunConfig
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.seeding import derive_seed
 
 FAILED_REBUILDS_BEFORE_GIVING_UP = 3
@@ -23,10 +23,10 @@ class WorkerEnvs:
     an error; ``failed_rebuilds`` counts the rebuilds that failed before the env stepped.
     """
 
-    def __init__(self, worker_id: int, cfg: RunConfig, n_envs: int) -> None:
+    def __init__(self, worker_id: int, cfg: WorkerConfig) -> None:
         self.worker_id = worker_id
         self.cfg = cfg
-        self.n_envs = n_envs
+        self.n_envs = cfg.n_envs
         self.error_count = 0
         self.failed_rebuilds = 0
         self.vector = self._make(None)
@@ -36,19 +36,17 @@ class WorkerEnvs:
         left of the broken one (an async env's subprocesses)."""
         if old is not None:
             close_vector_env(old, broken=True)
-        general = self.cfg.general
-        make = make_env_fn(
-            self.cfg.env, max_episode_steps=general.max_step, worker_id=self.worker_id
-        )
+        cfg = self.cfg
+        make = make_env_fn(cfg.env, max_episode_steps=cfg.max_step, worker_id=self.worker_id)
         makes = [make] * self.n_envs
-        rate = general.fault_injection.env_error_rate
+        rate = cfg.fault_injection.env_error_rate
         if rate > 0:
-            seed = derive_seed(general.seed, "faults", self.worker_id, self.error_count)
+            seed = derive_seed(cfg.seed, "faults", self.worker_id, self.error_count)
             makes = with_step_errors(make, rate, seed, self.n_envs)
         return make_vector_env(makes, self.cfg.env.vector_mode)
 
     def reset(self, global_env_steps: int) -> np.ndarray:
-        seed = self.cfg.general.seed
+        seed = self.cfg.seed
         # Fresh streams where the run is (a restart, a resume) and after every env error.
         stream: tuple[str | int, ...] = (global_env_steps,) if global_env_steps else ()
         stream += ("error", self.error_count) if self.error_count else ()

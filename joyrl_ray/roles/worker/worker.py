@@ -30,10 +30,10 @@ import torch
 from algos import get_algorithm
 from envs.rewards import learning_rewards
 from joyrl_ray.batch import REWARDS, TERMINATED, TRUNCATED, Batch, batch_rows
-from joyrl_ray.config import RunConfig
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.roles.worker.acting_weights import ActingWeights
 from joyrl_ray.roles.worker.chunk import Chunk
+from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP, WorkerEnvs
 from joyrl_ray.roles.worker.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.roles.worker.kill_schedule import KillSchedule
@@ -72,20 +72,19 @@ class Worker:
     """Collects experience for one run; the same class is a Ray actor or a plain object."""
 
     def __init__(
-        self, worker_id: int, cfg: RunConfig, sender: WorkerSender, store: ObjectStore
+        self, worker_id: int, cfg: WorkerConfig, sender: WorkerSender, store: ObjectStore
     ) -> None:
         torch.set_num_threads(1)
-        general = cfg.general
         self.worker_id = worker_id
         self.cfg = cfg
         self.sender = sender
         self.store = store
-        self.train = general.mode == "train"
-        spec = get_algorithm(general.algo_name)
-        self.n_envs = general.n_envs_per_worker
-        self.envs = WorkerEnvs(worker_id, cfg, self.n_envs)
+        self.train = cfg.train
+        spec = get_algorithm(cfg.algo_name)
+        self.n_envs = cfg.n_envs
+        self.envs = WorkerEnvs(worker_id, cfg)
         space = self.envs.vector.single_observation_space
-        net_seed = initial_net_seed(general.seed, worker_id)
+        net_seed = initial_net_seed(cfg.seed, worker_id)
         if net_seed is not None:  # the net it acts with until the learner's weights arrive
             torch.manual_seed(net_seed)
         self.policy = spec.policy_cls(
@@ -102,12 +101,12 @@ class Worker:
                 gamma=self.policy.gamma,
                 obs_space=space,
                 frame_stacked=bool(wrappers) and wrappers[-1] == "frame_stack",
-                chunk_steps=general.worker_chunk_steps,
-                max_pushes_in_flight=general.max_pushes_in_flight,
+                chunk_steps=cfg.chunk_steps,
+                max_pushes_in_flight=cfg.max_pushes_in_flight,
             )
         )
         self.tracker = EpisodeTracker(self.n_envs)
-        self.cutter = TrajectoryCutter(self.n_envs) if general.collect_traj else None
+        self.cutter = TrajectoryCutter(self.n_envs) if cfg.collect_traj else None
         self.chunk = Chunk(sender.chunk_len)
         self.obs: np.ndarray | None = None
         self.weights = ActingWeights(store, self.policy, ACK_TIMEOUT_S)
@@ -203,13 +202,13 @@ class Worker:
         self.stop = start.stop
         if start.weights is not None:
             self.times.weights_wait_s += self.weights.take(start.weights, now=True)
-        seed = self.cfg.general.seed
+        seed = self.cfg.seed
         # A restarted worker (or a resumed run) draws fresh streams from where the run is.
         stream = (start.env_steps,) if start.env_steps else ()
         self.policy.seed(derive_seed(seed, "policy", self.worker_id, *stream))
         if seed:
             torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
-        self.kills.arm(self.cfg.general.fault_injection, self.worker_id, self.global_env_steps)
+        self.kills.arm(self.cfg.fault_injection, self.worker_id, self.global_env_steps)
 
     def _step(self) -> None:
         """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""

@@ -1,0 +1,33 @@
+"""The online evaluator's slice of the run config: what it reads, and nothing more."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from envs import EnvConfig
+from joyrl_ray.config import RunConfig
+
+
+@dataclass(frozen=True)
+class EvaluatorConfig:
+    """Built once by the driver (:meth:`of`)."""
+
+    algo_name: str
+    algo: Any  # the algorithm's config: the acting policy is built from it
+    env: EnvConfig
+    seed: int  # 0: unseeded
+    episodes: int  # per evaluation (general_cfg.online_eval_episode)
+    max_step: int  # per episode
+
+    @classmethod
+    def of(cls, cfg: RunConfig) -> EvaluatorConfig:
+        general = cfg.general
+        return cls(
+            algo_name=general.algo_name,
+            algo=cfg.algo,
+            env=cfg.env,
+            seed=general.seed,
+            episodes=general.online_eval_episode,
+            max_step=general.max_step,
+        )

@@ -1,0 +1,44 @@
+"""The worker's slice of the run config: what a worker reads, and nothing more."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from envs import EnvConfig
+from joyrl_ray.config import RunConfig
+from joyrl_ray.general_config import FaultInjectionConfig
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Built once by the driver (:meth:`of`); every worker gets the same one."""
+
+    algo_name: str
+    algo: Any  # the algorithm's config: the acting policy is built from it
+    env: EnvConfig
+    train: bool  # explore and send transitions (test mode: act greedily, report only)
+    seed: int  # 0: unseeded
+    n_envs: int
+    chunk_steps: int  # vector steps per chunk, unless the flow says (a rollout's length)
+    max_pushes_in_flight: int
+    collect_traj: bool
+    max_step: int  # per episode
+    fault_injection: FaultInjectionConfig
+
+    @classmethod
+    def of(cls, cfg: RunConfig) -> WorkerConfig:
+        general = cfg.general
+        return cls(
+            algo_name=general.algo_name,
+            algo=cfg.algo,
+            env=cfg.env,
+            train=general.mode == "train",
+            seed=general.seed,
+            n_envs=general.n_envs_per_worker,
+            chunk_steps=general.worker_chunk_steps,
+            max_pushes_in_flight=general.max_pushes_in_flight,
+            collect_traj=general.collect_traj,
+            max_step=general.max_step,
+            fault_injection=general.fault_injection,
+        )
