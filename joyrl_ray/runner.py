@@ -36,6 +36,7 @@ from joyrl_ray.learner import learner_seconds
 from joyrl_ray.messages import Counters, Placement
 from joyrl_ray.placement import (
     ClusterFitError,
+    Node,
     alive_nodes,
     check_fits,
     describe,
@@ -84,19 +85,50 @@ def _check_spaces(cfg: RunConfig, spaces: Any) -> None:
         raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name} {exc}") from None
 
 
+def _check_device(cfg: RunConfig, nodes: list[Node] | None) -> None:
+    """``device: cuda`` needs a GPU where the learners run: this process (``nodes`` None,
+    mp_backend single) or some node of the Ray cluster."""
+    general = cfg.general
+    if general.device != "cuda" or general.mode != "train":
+        return
+    if nodes is None:
+        import torch
+
+        if torch.cuda.is_available():
+            return
+        where = "torch sees no GPU in this process (mp_backend=single)"
+    else:
+        if any(node.resources.get("GPU", 0.0) > 0 for node in nodes):
+            return
+        where = f"no node of the Ray cluster has a GPU ({describe(nodes)})"
+    raise ConfigError(
+        f"general_cfg.device=cuda: {where}; allowed here: auto (cuda when visible) or cpu"
+    )
+
+
 def _check_saved_shards(cfg: RunConfig, start: modes.Start) -> None:
-    """A kept replay goes back into as many shards as it was saved from."""
+    """A kept replay goes back into as many shards, of the same size, as it was saved from."""
     general = cfg.general
     if not (start.resume and general.save_buffer):
         return
     saved = modes.saved_buffer(start)
     if saved is None:
         return
-    count = len(split_shard_states(saved))
+    shards = split_shard_states(saved)
+    count = len(shards)
     if count != general.n_replay_shards:
         raise ConfigError(
             f"general_cfg.n_replay_shards={general.n_replay_shards}, but the replay saved in "
             f"{start.source} has {count} shard(s); allowed: {count} (or "
+            "general_cfg.save_buffer=false to start with an empty replay)"
+        )
+    size = getattr(cfg.algo, "buffer_size", None)
+    capacities = {int(shard["ring"][3]) for shard in shards if "ring" in shard}
+    if size is not None and capacities and capacities != {math.ceil(size / count)}:
+        saved_size = max(capacities) * count
+        raise ConfigError(
+            f"algo_cfg.buffer_size={size}, but the replay saved in {start.source} was "
+            f"saved with buffer_size={saved_size}; allowed: {saved_size} (or "
             "general_cfg.save_buffer=false to start with an empty replay)"
         )
 
@@ -128,10 +160,13 @@ def run(
         for note in start.notes:
             print(f"warning: {note}", file=sys.stderr)
         requests = None
-        if session is not None:
+        if session is None:
+            _check_device(cfg, None)
+        else:
             session.wait()
             signals.reinstall()  # ray.init set a SIGTERM handler that aborts the process
             nodes = alive_nodes()
+            _check_device(cfg, nodes)
             requests = make_requests(cfg.general, nodes, cfg.general.mode == "train")
             try:
                 check_fits(requests, nodes)
