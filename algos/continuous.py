@@ -31,7 +31,9 @@ def check_continuous_spaces(obs_space: gym.Space, action_space: gym.Space) -> No
             "Box (1-D, bounded)"
         )
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ValueError(f"needs finite action bounds, got {action_space}")
+        raise ValueError(
+            f"needs finite action bounds, got {action_space}; it supports: Box (1-D, bounded)"
+        )
     if len(obs_space.shape or ()) != 1:
         raise ValueError(
             f"needs flat (1-D) observations, got {obs_space} (try env_cfg.wrappers: [flatten])"

@@ -186,6 +186,15 @@ def _check_general(general: DictConfig) -> None:
         raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
     if general.stall_timeout_s <= 0:
         raise ConfigError(f"general_cfg.stall_timeout_s={general.stall_timeout_s} must be > 0")
+    kills = list(general.fault_injection.kill_at_env_steps)
+    if kills and general.mp_backend != "ray":
+        # A worker kills its own process: with single, that process is the driver's.
+        raise ConfigError(
+            f"general_cfg.fault_injection.kill_at_env_steps={kills} needs "
+            f"general_cfg.mp_backend=ray (a worker SIGKILLs its own process, which with "
+            f"mp_backend={general.mp_backend} is the whole run); allowed with "
+            f"{general.mp_backend}: []"
+        )
     rate = general.fault_injection.env_error_rate
     if not 0 <= rate < 1:
         raise ConfigError(

@@ -325,6 +325,38 @@ CASES = [
         r"did you mean CartPole-v1",
     ),
     Case(
+        "sac_on_unbounded_actions",
+        fixed(
+            "general_cfg.algo_name=SAC", "env_cfg.id=tests.support.extra_envs:UnboundedActionEnv"
+        ),
+        r"general_cfg\.algo_name=SAC needs finite action bounds, got Box\(-inf, inf",
+        r"supports: Box \(1-D, bounded\)",
+    ),
+    Case(
+        "td3_on_unbounded_actions",
+        fixed(
+            "general_cfg.algo_name=TD3", "env_cfg.id=tests.support.extra_envs:UnboundedActionEnv"
+        ),
+        r"general_cfg\.algo_name=TD3 needs finite action bounds, got Box\(-inf, inf",
+        r"supports: Box \(1-D, bounded\)",
+    ),
+    Case(
+        "appo_queue_smaller_than_batch",
+        fixed(
+            "general_cfg.algo_name=APPO",
+            "algo_cfg.batch_rollouts=3",
+            "algo_cfg.rollout_queue_capacity=2",
+        ),
+        r"algo_cfg\.rollout_queue_capacity=2 is smaller than algo_cfg\.batch_rollouts=3",
+        r"allowed: rollout_queue_capacity >= batch_rollouts",
+    ),
+    Case(
+        "cuda_without_a_gpu_in_one_process",
+        fixed("general_cfg.device=cuda", "general_cfg.mp_backend=single"),
+        r"general_cfg\.device=cuda: torch sees no GPU",
+        r"allowed here: auto \(cuda when visible\) or cpu",
+    ),
+    Case(
         "env_kwargs_not_taken",
         fixed("env_cfg.kwargs={gravity: 3}"),
         r"env_cfg\.id='CartPole-v1'.*gravity",
@@ -341,6 +373,15 @@ SUBPROCESS_CASES = [
         r"127\.0\.0\.1:1",
         r"ray start --head|auto|host:port",
     ),
+    # A worker SIGKILLs its own process, which with single is the test's: never in-process.
+    Case(
+        "kill_at_env_steps_with_single_backend",
+        fixed(
+            "general_cfg.mp_backend=single", "general_cfg.fault_injection.kill_at_env_steps=[50]"
+        ),
+        r"general_cfg\.fault_injection\.kill_at_env_steps=\[50\]",
+        r"needs general_cfg\.mp_backend=ray.*allowed with single: \[\]",
+    ),
 ]
 
 # Need a Ray up to know the cluster's resources.
@@ -356,6 +397,12 @@ RAY_CASES = [
         fixed("general_cfg.worker_resources={gpu_node: 1}"),
         r"worker asks for .*1 gpu_node",
         r"no node has 'gpu_node'|largest node .* has none",
+    ),
+    Case(
+        "cuda_on_a_cluster_without_a_gpu",
+        fixed("general_cfg.device=cuda"),
+        r"general_cfg\.device=cuda: no node of the Ray cluster has a GPU \(.*0 GPUs\)",
+        r"allowed here: auto \(cuda when visible\) or cpu",
     ),
 ]
 
@@ -442,3 +489,35 @@ def test_a_config_error_is_refused_before_torch_or_ray_is_imported() -> None:
     )
     assert result.stdout.split() == ["2", "False", "False"], result.stdout + result.stderr
     assert result.stderr.startswith("error: general_cfg.n_workers"), result.stderr
+
+
+def test_an_empty_token_file_is_refused_in_one_line_before_ray_is_called(tmp_path: Path) -> None:
+    """RAY_AUTH_MODE=token with RAY_AUTH_TOKEN_PATH naming an empty file: Ray would fail on
+    it; the run says so in one line before its address is even tried (nothing listens on
+    127.0.0.1:1, so an address line instead would show the token check was skipped)."""
+    from tests.support.procs import TrackedRun, main_env
+
+    token = tmp_path / "auth_token"
+    token.write_text("\n")
+    tasks = tmp_path / "tasks"
+    env = main_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
+    env.pop("RAY_AUTH_TOKEN", None)
+    args = (
+        "general_cfg.ray_address=127.0.0.1:1",
+        f"general_cfg.tasks_dir={tasks}",
+        "general_cfg.progress=false",
+    )
+    run = TrackedRun(args, env=env, log_dir=tmp_path)
+    try:
+        code = run.wait(120, poll_s=0.2)
+        result = subprocess.CompletedProcess(args, code, run.stdout, run.stderr)
+    finally:
+        run.kill()
+    case = Case(
+        "empty_token_file",
+        fixed(),
+        rf"general_cfg\.ray_address='127\.0\.0\.1:1': RAY_AUTH_TOKEN_PATH='{re.escape(str(token))}'"
+        r" is empty",
+        r"allowed: a file holding the head node's token.*RAY_AUTH_TOKEN=<token>",
+    )
+    check_refused(case, result, tasks)

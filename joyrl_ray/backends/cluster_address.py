@@ -139,7 +139,10 @@ def _token_source(label: str) -> str | None:
             raise ClusterError(
                 f"{label}: {TOKEN_PATH_ENV}={path!r} cannot be read ({exc.strerror})"
             ) from None
-        raise ClusterError(f"{label}: {TOKEN_PATH_ENV}={path!r} is empty")
+        raise ClusterError(
+            f"{label}: {TOKEN_PATH_ENV}={path!r} is empty; allowed: a file holding the head "
+            f"node's token (`ray get-auth-token` on the head), or {TOKEN_ENV}=<token> instead"
+        )
     default = Path.home() / ".ray" / "auth_token"
     try:
         return str(default) if default.read_text().strip() else None

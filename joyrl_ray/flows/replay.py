@@ -12,6 +12,7 @@ prefixed by shard.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -105,14 +106,25 @@ class ReplayFlow(DataFlow):
     def check_resume(
         self, general: GeneralConfig, saved_replay: dict[str, Any] | None, source: str
     ) -> None:
-        """A kept replay goes back into as many shards as it was saved from."""
+        """A kept replay goes back into as many shards, of the same size, as it was saved
+        from."""
         if saved_replay is None:
             return
-        count = len(split_shard_states(saved_replay))
+        shards = split_shard_states(saved_replay)
+        count = len(shards)
         if count != general.n_replay_shards:
             raise ConfigError(
                 f"general_cfg.n_replay_shards={general.n_replay_shards}, but the replay saved in "
                 f"{source} has {count} shard(s); allowed: {count} (or "
+                "general_cfg.save_buffer=false to start with an empty replay)"
+            )
+        size = self.needs.buffer_size
+        capacities = {int(shard["ring"][3]) for shard in shards if "ring" in shard}
+        if capacities and capacities != {math.ceil(size / count)}:
+            saved_size = max(capacities) * count
+            raise ConfigError(
+                f"algo_cfg.buffer_size={size}, but the replay saved in {source} was saved with "
+                f"buffer_size={saved_size}; allowed: {saved_size} (or "
                 "general_cfg.save_buffer=false to start with an empty replay)"
             )
 

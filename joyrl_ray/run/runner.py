@@ -24,6 +24,7 @@ from envs.probe import probe_env
 from joyrl_ray.backends.local import LocalRuntime
 from joyrl_ray.backends.placement import (
     ClusterFitError,
+    Node,
     alive_nodes,
     check_fits,
     describe,
@@ -69,6 +70,27 @@ def _check_spaces(cfg: RunConfig, spaces: Any) -> None:
         raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name} {exc}") from None
 
 
+def _check_device(cfg: RunConfig, nodes: list[Node] | None) -> None:
+    """``device: cuda`` needs a GPU where the learners run: this process (``nodes`` None,
+    mp_backend single) or some node of the Ray cluster."""
+    general = cfg.general
+    if general.device != "cuda" or general.mode != "train":
+        return
+    if nodes is None:
+        import torch
+
+        if torch.cuda.is_available():
+            return
+        where = "torch sees no GPU in this process (mp_backend=single)"
+    else:
+        if any(node.resources.get("GPU", 0.0) > 0 for node in nodes):
+            return
+        where = f"no node of the Ray cluster has a GPU ({describe(nodes)})"
+    raise ConfigError(
+        f"general_cfg.device=cuda: {where}; allowed here: auto (cuda when visible) or cpu"
+    )
+
+
 def _check_saved_data(cfg: RunConfig, start: modes.Start) -> None:
     """What a resume kept of its data plane (``save_buffer``) must fit this run's."""
     general = cfg.general
@@ -112,10 +134,13 @@ def run(
         for note in start.notes:
             print(f"warning: {note}", file=sys.stderr)
         requests = None
-        if session is not None:
+        if session is None:
+            _check_device(cfg, None)
+        else:
             session.wait()
             signals.reinstall()  # ray.init set a SIGTERM handler that aborts the process
             nodes = alive_nodes()
+            _check_device(cfg, nodes)
             requests = make_requests(cfg.general, nodes, cfg.general.mode == "train")
             try:
                 check_fits(requests, nodes)

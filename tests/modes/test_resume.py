@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import csv
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,6 +22,7 @@ from joyrl_ray.run.runner import RunResult, run
 from joyrl_ray.wire.handles import LocalStore
 from joyrl_ray.wire.messages import Counters
 from tests.support.modes_setup import TRAIN_OVERRIDES, epsilon
+from tests.support.procs import TrackedRun
 from tests.support.runs import ROOT, make_cfg
 
 
@@ -146,6 +143,7 @@ def test_learner_restores_everything_the_checkpoint_holds(trained: RunResult) ->
 
 
 @pytest.mark.parametrize("algo", ["SAC", "TD3"])
+@pytest.mark.timeout(120)  # measured 5 s on 2 shared cores
 def test_a_restored_learner_continues_the_noise_stream_of_its_checkpoint(
     algo: str, tmp_path: Path
 ) -> None:
@@ -233,6 +231,7 @@ def test_resume_past_the_total_is_one_line_exit_2(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(180)  # measured 35 s with the trained run and the session's Ray
 def test_resume_on_the_ray_backend(trained: RunResult, tmp_path: Path, ray_session) -> None:
     first = trained.summary
     result = run(
@@ -264,26 +263,25 @@ def test_resume_on_the_ray_backend(trained: RunResult, tmp_path: Path, ray_sessi
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # measured 11-17 s on 2 shared cores; its own wait is 120 s
 def test_sigkill_mid_training_resumes_from_an_intact_checkpoint(tmp_path: Path) -> None:
     """Kill a real training process while it writes checkpoints; resume from what it left."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    args = [
-        sys.executable,
-        str(ROOT / "main.py"),
+    args = (
         *TRAIN_OVERRIDES,
         "general_cfg.max_env_steps=100000",
         "general_cfg.model_save_fre=10",
         "general_cfg.online_eval=false",
         f"general_cfg.tasks_dir={tmp_path}",
         "general_cfg.progress=false",
-    ]
-    proc = subprocess.Popen(
-        args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    training = TrackedRun(args, log_dir=logs)  # its tree is killed however the test ends
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 120
         models = None
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and training.proc.poll() is None:
+            training.poll_tree()
             found = list(tmp_path.glob("Train_*/models"))
             if found and len(list(found[0].glob("[0-9]*.pt"))) >= 2:
                 models = found[0]
@@ -292,8 +290,7 @@ def test_sigkill_mid_training_resumes_from_an_intact_checkpoint(tmp_path: Path) 
         assert models is not None, "no checkpoints appeared"
         time.sleep(np.random.default_rng().uniform(0.0, 1.0))  # somewhere among the saves
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        training.kill()  # SIGKILL, mid-run
     task = models.parent
     assert not (task / "results" / "summary.json").exists()  # it really died mid-run
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli_runs import step_latency
 from tests.support.runs import ROOT, run_main
 
 
+@pytest.mark.timeout(300)  # measured 72 s on 2 shared cores
 def test_run_stopping_with_evaluations_queued_exits_with_its_own_code(tmp_path: Path) -> None:
     done = run_main(
         "--yaml",
@@ -32,7 +35,7 @@ def test_run_stopping_with_evaluations_queued_exits_with_its_own_code(tmp_path: 
         "general_cfg.save_fig=false",
         f"general_cfg.tasks_dir={tmp_path}",
         *step_latency(0.002),
-        timeout=300,
+        timeout=240,
     )
     (task,) = tmp_path.iterdir()
     log = (task / "logs" / "log.txt").read_text()

@@ -32,13 +32,16 @@ PPO_RUN = (
 
 
 def final_summary(tasks: Path, backend: str) -> dict:
-    done = run_main(*PPO_RUN, f"general_cfg.mp_backend={backend}", f"general_cfg.tasks_dir={tasks}")
+    done = run_main(
+        *PPO_RUN, f"general_cfg.mp_backend={backend}", f"general_cfg.tasks_dir={tasks}", timeout=180
+    )
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
     (task,) = tasks.iterdir()
     return json.loads((task / "results" / "summary.json").read_text())
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(420)  # measured 55 s (both runs) on 2 shared cores
 def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(tmp_path) -> None:
     single = final_summary(tmp_path / "single", "single")
     ray = final_summary(tmp_path / "ray", "ray")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 
 from tests.support.custom_env import CountingEnv
 
@@ -17,6 +18,18 @@ class BigRewardEnv(CountingEnv):
 
     def reward(self, action) -> float:
         return BIG_REWARDS[self.t]
+
+
+class UnboundedActionEnv(CountingEnv):
+    """A continuous action with no bounds (``Box(-inf, inf, (1,))``): SAC and TD3 squash
+    their actions into the bounds, so they cannot act here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action_space = gym.spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float32)
+
+    def reward(self, action) -> float:
+        return -float(np.square(action).sum())
 
 
 class NeedsBox2DEnv(gym.Env):
