@@ -15,11 +15,11 @@ from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.data.async_rollout_queue import AsyncRolloutQueue
 from joyrl_ray.data.clients import AsyncRolloutQueueClient, RolloutQueueClient
 from joyrl_ray.data_needs import AsyncRolloutNeeds
-from joyrl_ray.flows.base import DataSetup
+from joyrl_ray.flows.base import AfterRoom, DataSetup
 from joyrl_ray.flows.rollouts import RolloutFlow, RolloutSender
 from joyrl_ray.roles.worker.sender import WorkerSender
-from joyrl_ray.wire.handles import Call, RoleDied
-from joyrl_ray.wire.messages import InsertAck, PushAck
+from joyrl_ray.wire.handles import Call
+from joyrl_ray.wire.messages import PushAck
 
 
 class AsyncRolloutFlow(RolloutFlow):
@@ -73,29 +73,4 @@ class AsyncRolloutSender(RolloutSender):
         if need_weights:
             return self.coordinator.wait_for_weights(worker_id, known_version, timeout_s)
         room = self.async_queue.wait_for_room(worker_id, timeout_s)
-        return _AfterQueueRoom(room, self.coordinator, worker_id, known_version)
-
-
-class _AfterQueueRoom:
-    """A wait for a place in the queue, then the coordinator's ack: the queue knows nothing
-    of the coordinator, so asked after the wait, the coordinator says the stop and the
-    newest weights as they are then."""
-
-    def __init__(
-        self, room: Call[InsertAck], coordinator: CoordinatorClient, worker_id: int, known: int
-    ) -> None:
-        self.room, self.coordinator = room, coordinator
-        self.worker_id, self.known = worker_id, known
-
-    def done(self) -> bool:
-        return self.room.done()
-
-    def result(self, timeout_s: float | None = None) -> PushAck:
-        try:
-            room = self.room.result(timeout_s)
-        except RoleDied:  # the queue is gone: the coordinator's answer (the run stops)
-            call = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0)
-            return call.result(timeout_s)
-        ack = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0).result(timeout_s)
-        ack.throttled = room.throttled
-        return ack
+        return AfterRoom(room, self.coordinator, worker_id, known_version, ask_coordinator=True)

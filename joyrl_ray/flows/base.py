@@ -21,8 +21,8 @@ from joyrl_ray.data.report_forwarder import ReportSink
 from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.learner.source import LearnerSource
 from joyrl_ray.roles.worker.sender import WorkerSender
-from joyrl_ray.wire.handles import Handle, RoleError
-from joyrl_ray.wire.messages import Placement, WaitState
+from joyrl_ray.wire.handles import Call, Handle, RoleDied, RoleError
+from joyrl_ray.wire.messages import InsertAck, Placement, PushAck, WaitState
 
 CALL_TIMEOUT_S = 60.0
 
@@ -154,3 +154,44 @@ class DataFlow(ABC):
         """Raise ``ConfigError`` when a resume's kept data (saved in ``source``) cannot go
         back into this run."""
         return None
+
+
+class AfterRoom:
+    """A worker's wait for room at a data-plane actor, read as a ``PushAck``.
+
+    A replay shard's answer passes the coordinator's on (``ask_coordinator`` False); the
+    asynchronous rollout queue knows nothing of the coordinator, so the coordinator is
+    asked after the wait, for the stop and the newest weights as they are then. An actor
+    that died meanwhile (a shard Ray restarts empty) leaves nothing to wait for: the
+    coordinator's answer stands in.
+    """
+
+    def __init__(
+        self,
+        room: Call[InsertAck],
+        coordinator: CoordinatorClient,
+        worker_id: int,
+        known: int,
+        *,
+        ask_coordinator: bool = False,
+    ) -> None:
+        self.room, self.coordinator = room, coordinator
+        self.worker_id, self.known = worker_id, known
+        self.ask_coordinator = ask_coordinator
+
+    def done(self) -> bool:
+        return self.room.done()
+
+    def result(self, timeout_s: float | None = None) -> PushAck:
+        try:
+            room = self.room.result(timeout_s)
+        except RoleDied:
+            return self._coordinator(timeout_s)
+        if not self.ask_coordinator:
+            return PushAck(room.stop, room.throttled, room.env_steps, room.weights)
+        ack = self._coordinator(timeout_s)
+        ack.throttled = room.throttled
+        return ack
+
+    def _coordinator(self, timeout_s: float | None) -> PushAck:
+        return self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0).result(timeout_s)

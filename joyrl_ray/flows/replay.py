@@ -29,6 +29,7 @@ from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.flows.base import (
     CALL_TIMEOUT_S,
     ActorFactory,
+    AfterRoom,
     DataFlow,
     DataPlane,
     DataPlaneStats,
@@ -224,7 +225,7 @@ class ReplaySender(WorkerSender):
         if need_weights:
             return self.coordinator.wait_for_weights(worker_id, known_version, timeout_s)
         room = self.shard.wait_for_room(worker_id, timeout_s, known_version)
-        return _AfterRoom(room, self.coordinator, worker_id, known_version)
+        return AfterRoom(room, self.coordinator, worker_id, known_version)
 
     def prepare(self, chunk: Batch, version: int) -> Payload:
         assert self.folder is not None, "bind() first"
@@ -308,27 +309,6 @@ class ShardAck:
                 coordinator.count_lost(shard, self.rows, line).result(timeout_s)
             return answer
         return PushAck(ack.stop, ack.throttled, ack.env_steps, ack.weights)
-
-
-class _AfterRoom:
-    """A throttled worker's wait at its shard, whose ack passes on the coordinator's."""
-
-    def __init__(
-        self, room: Call[InsertAck], coordinator: CoordinatorClient, worker_id: int, known: int
-    ) -> None:
-        self.room, self.coordinator = room, coordinator
-        self.worker_id, self.known = worker_id, known
-
-    def done(self) -> bool:
-        return self.room.done()
-
-    def result(self, timeout_s: float | None = None) -> PushAck:
-        try:
-            room = self.room.result(timeout_s)
-        except RoleDied:  # the shard is being restarted, empty: nothing to wait for
-            call = self.coordinator.wait_for_weights(self.worker_id, self.known, 0.0)
-            return call.result(timeout_s)
-        return PushAck(room.stop, room.throttled, room.env_steps, room.weights)
 
 
 # ----- the learner's half -----

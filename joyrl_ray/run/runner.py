@@ -39,6 +39,7 @@ from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, RoleResults, R
 from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data_needs import DataNeeds
+from joyrl_ray.flows.base import DataFlow
 from joyrl_ray.flows.registry import flow_for
 from joyrl_ray.heap import freeze_startup_heap, thaw_heap
 from joyrl_ray.run import modes, signals
@@ -91,14 +92,6 @@ def _check_device(cfg: RunConfig, nodes: list[Node] | None) -> None:
     )
 
 
-def _check_saved_data(cfg: RunConfig, start: modes.Start) -> None:
-    """What a resume kept of its data plane (``save_buffer``) must fit this run's."""
-    general = cfg.general
-    if not (start.resume and general.save_buffer):
-        return
-    flow_for(_needs(cfg)).check_resume(general, modes.saved_buffer(start), str(start.source))
-
-
 def _needs(cfg: RunConfig) -> DataNeeds | None:
     """What the algorithm asks of the data path (None in test mode: nothing is stored)."""
     general = cfg.general
@@ -127,8 +120,10 @@ def run(
         spaces = probe_env(cfg.env, max_episode_steps=general.max_step)
         _check_spaces(cfg, spaces)
         start = modes.prepare(cfg, spaces)
-        _check_saved_data(cfg, start)
         cfg = start.cfg
+        flow = flow_for(_needs(cfg))  # how data moves in this run, decided once
+        if start.resume and cfg.general.save_buffer:  # the kept data must fit this run's
+            flow.check_resume(cfg.general, modes.saved_buffer(start), str(start.source))
         if session is not None:
             start.notes.extend(job_notes(cfg.general.tasks_dir))
         for note in start.notes:
@@ -150,14 +145,16 @@ def run(
             cfg.general.tasks_dir, cfg.general.mode, cfg.env.id, cfg.general.algo_name
         )
         (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return _run_in(cfg, task, start, spaces, requests, started_at, announce, session)
+        return _run_in(cfg, flow, task, start, spaces, requests, started_at, announce, session)
     finally:
         thaw_heap()  # the roles froze what they started with (freeze_startup_heap)
         if session is not None:
             session.close()
 
 
-def plane_setup(cfg: RunConfig, counters: Counters | None, buffer: Any) -> PlaneSetup:
+def plane_setup(
+    cfg: RunConfig, needs: DataNeeds | None, counters: Counters | None, buffer: Any
+) -> PlaneSetup:
     """What the coordinator and the data plane start from (``buffer``: a saved replay)."""
     general = cfg.general
     train = general.mode == "train"
@@ -168,7 +165,7 @@ def plane_setup(cfg: RunConfig, counters: Counters | None, buffer: Any) -> Plane
             max_env_errors_per_1000=general.max_env_errors_per_1000,
             env_error_window_steps=general.env_error_window_steps,
         ),
-        needs=_needs(cfg),
+        needs=needs,
         n_workers=general.n_workers,
         n_learners=general.n_learners if train else 1,
         n_shards=general.n_replay_shards,
@@ -181,6 +178,7 @@ def plane_setup(cfg: RunConfig, counters: Counters | None, buffer: Any) -> Plane
 
 def _run_in(
     cfg: RunConfig,
+    flow: DataFlow,
     task: TaskDir,
     start: modes.Start,
     spaces: Any,
@@ -206,7 +204,7 @@ def _run_in(
         history=history,
         n_workers=general.n_workers,
         n_learners=general.n_learners if train else 0,
-        update_unit=flow_for(_needs(cfg)).update_unit,
+        update_unit=flow.update_unit,
     )
     try:
         recorder.log(
@@ -231,6 +229,7 @@ def _run_in(
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
         summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
+        summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
         if session is not None:  # the last Ray call was the one above
@@ -283,7 +282,7 @@ def _drive(
     if train:
         state = start.checkpoint_bytes() if start.resume else None
         setup = LearnerSetup(spaces, state, lambda: driver.latest_state if driver else None)
-    planes = plane_setup(cfg, counters, buffer)
+    planes = plane_setup(cfg, _needs(cfg), counters, buffer)
     roles = RoleConfigs.of(cfg)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime
