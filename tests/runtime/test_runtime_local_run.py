@@ -66,6 +66,7 @@ def test_run_finishes_and_reports(local_run):
     assert "train DQN on CartPole-v1" in lines[-2] and "(max_env_steps)" in lines[-2]
     assert summary["stop_reason"] == "max_env_steps"
     assert summary["backend"] == "ray" and summary["n_workers"] == N_WORKERS
+    assert summary["data_flow"] == "replay"  # DQN's: workers insert into replay shards
 
 
 def test_no_process_of_the_run_is_left(local_run):
