@@ -234,15 +234,15 @@ class ReplaySender(WorkerSender):
             chunk, ids, pixels = self.encoder.encode(chunk)
             frames = Frames(ids, pixels)
         folded = self.folder.fold(chunk)
-        return Payload(folded, batch_rows(folded) if folded else 0, version, frames)
+        return Payload(folded, batch_rows(folded), version, frames)
 
     def send(
         self, worker_id: int, payload: Payload, report: WorkerReport, known_version: int
     ) -> Call[PushAck]:
-        batch = payload.batch
-        rows = batch_rows(batch) if batch else 0
-        insert = self.shard.insert(worker_id, batch, payload.frames, report, known_version)
-        return ShardAck(insert, report, rows, known_version, self)
+        insert = self.shard.insert(
+            worker_id, payload.batch, payload.frames, report, known_version
+        )
+        return ShardAck(insert, report, payload.rows, known_version, self)
 
     def after_env_error(self, chunk: Batch) -> tuple[Batch | None, int]:
         """The steps before the error are real transitions: kept, cut off as truncated

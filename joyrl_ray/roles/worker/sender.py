@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gymnasium.spaces import Space
 
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import Batch, batch_rows
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.wire.handles import Call
 from joyrl_ray.wire.messages import Frames, Placement, PushAck, WorkerReport, WorkerStart
@@ -22,7 +22,6 @@ from joyrl_ray.wire.messages import Frames, Placement, PushAck, WorkerReport, Wo
 class SenderSetup:
     """The worker-side facts a sender is bound to."""
 
-    worker_id: int
     n_envs: int
     gamma: float
     obs_space: Space
@@ -104,8 +103,7 @@ class WorkerSender(ABC):
     def after_env_error(self, chunk: Batch) -> tuple[Batch | None, int]:
         """After an env raised mid-chunk: what to keep of the chunk, and how many env steps
         are dropped (the default: a chunk is whole or nothing)."""
-        rows = len(next(iter(chunk.values()))) if chunk else 0
-        return None, rows * self.n_envs + self.unfinished()
+        return None, batch_rows(chunk) * self.n_envs + self.unfinished()
 
     def unfinished(self) -> int:
         """Env steps collected that will never be sent (dropped at an error or the stop)."""

@@ -96,7 +96,6 @@ class Worker:
         wrappers = list(cfg.env.wrappers or [])
         sender.bind(
             SenderSetup(
-                worker_id=worker_id,
                 n_envs=self.n_envs,
                 gamma=self.policy.gamma,
                 obs_space=space,
