@@ -30,6 +30,11 @@ what to set.
 
 from __future__ import annotations
 
+# Registers this module's fork hooks now, before ray.init forks Ray's processes: a thread
+# that imports it first while the main thread forks (Ray's threads do, on first use of a
+# ThreadPoolExecutor) runs the new after-fork hook without its before-fork hook, and the
+# process prints "Exception ignored ... RuntimeError: release unlocked lock".
+import concurrent.futures.thread  # noqa: F401
 import logging
 import os
 import sys
