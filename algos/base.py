@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from algos.observations import ObservationInput
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
 from joyrl_ray.data_needs import DataNeeds
@@ -71,6 +72,12 @@ class Policy(ABC):
         self.action_space = action_space
         self.device = device
         self.rng = np.random.default_rng()
+        #: How observations become the networks' input (one-hot, Dict / Tuple leaves).
+        self.inputs = ObservationInput(obs_space)
+
+    def obs_tensor(self, obs: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """A batch of observations (``[*lead, ...]``, packed when nested) as network input."""
+        return self.inputs.tensor(obs, self.device, dtype)
 
     # ----- what the runtime asks before anything runs -----
     @classmethod

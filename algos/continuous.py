@@ -20,6 +20,7 @@ from torch import nn
 
 from algos.base import Algorithm, Policy, adam, to_tensor
 from algos.networks import build_network
+from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
 
@@ -34,9 +35,11 @@ def check_continuous_spaces(obs_space: gym.Space, action_space: gym.Space) -> No
         raise ValueError(
             f"needs finite action bounds, got {action_space}; it supports: Box (1-D, bounded)"
         )
-    if len(obs_space.shape or ()) != 1:
+    inputs = ObservationInput(obs_space)
+    if len(inputs.shape) != 1 or inputs.image_leaves:
         raise ValueError(
-            f"needs flat (1-D) observations, got {obs_space} (try env_cfg.wrappers: [flatten])"
+            f"needs flat observations (a 1-D Box, Discrete, or a Dict / Tuple without "
+            f"images), got {obs_space} (try env_cfg.wrappers: [flatten])"
         )
 
 
@@ -76,14 +79,15 @@ class TwinQ(nn.Module):
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
 
 
-def off_policy_columns(
-    batch: dict[str, np.ndarray], device: torch.device
-) -> dict[str, torch.Tensor]:
+def off_policy_columns(batch: dict[str, np.ndarray], policy: Policy) -> dict[str, torch.Tensor]:
     """The replay columns every continuous actor-critic reads, as float tensors."""
-    return {
-        key: to_tensor(batch[key], device, torch.float32)
-        for key in (OBS, ACTIONS, REWARDS, NEXT_OBS, DISCOUNTS, WEIGHTS)
+    columns = {
+        key: to_tensor(batch[key], policy.device, torch.float32)
+        for key in (ACTIONS, REWARDS, DISCOUNTS, WEIGHTS)
     }
+    for key in (OBS, NEXT_OBS):
+        columns[key] = policy.obs_tensor(batch[key], torch.float32)
+    return columns
 
 
 @dataclass
@@ -105,7 +109,7 @@ class ContinuousPolicy(Policy):
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
         self.scaler = BoxScaler(action_space)
-        self.actor = self.build_actor(int(obs_space.shape[0]), self.scaler.dim).to(device)
+        self.actor = self.build_actor(self.inputs.shape[0], self.scaler.dim).to(device)
 
     @classmethod
     def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
@@ -126,7 +130,7 @@ class ContinuousPolicy(Policy):
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
         if explore and env_steps < self.cfg.random_steps:
             return self.scaler.uniform(self.rng, len(obs)), {}
-        normalised = self.act_normalised(to_tensor(obs, self.device, torch.float32), explore)
+        normalised = self.act_normalised(self.obs_tensor(obs, torch.float32), explore)
         return self.scaler.to_env(normalised), {}
 
 
@@ -144,7 +148,7 @@ class TwinCriticAlgorithm(Algorithm):
 
     def setup(self) -> None:
         cfg = self.cfg
-        obs_dim, action_dim = int(self.policy.obs_space.shape[0]), self.policy.scaler.dim
+        obs_dim, action_dim = self.policy.inputs.shape[0], self.policy.scaler.dim
         self.critic = TwinQ(cfg.critic_layers, obs_dim, action_dim).to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = adam(self.policy.actor.parameters(), lr=cfg.actor_lr)

@@ -1,8 +1,10 @@
 """Torch modules built from the layer lists in ``algo_cfg`` (see :mod:`algos.layers`).
 
 Conv layers come first and act on ``[C, H, W]`` images (uint8 images are scaled to [0, 1]);
-the stack is flattened before the first linear layer. The output layer is added by the
-caller's ``out_dim`` and has no activation.
+the stack is flattened before the first linear layer. A network is built on an
+observation space's input (:class:`algos.observations.ObservationInput`: one-hot for
+discrete observations, every leaf of a Dict / Tuple) or on a plain shape. The output layer
+is added by the caller's ``out_dim`` and has no activation.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 from torch import nn
 
 from algos.layers import ACTIVATION_NAMES, layer_field
+from algos.observations import MultiInputEncoder, ObservationInput, network_input_shape
 
 ACTIVATIONS: dict[str, type[nn.Module] | None] = {
     "relu": nn.ReLU,
@@ -35,10 +38,41 @@ class ScaleImage(nn.Module):
 
 
 def build_network(
-    layers: Sequence[Any], in_shape: Sequence[int], out_dim: int | None
+    layers: Sequence[Any], inputs: ObservationInput | Sequence[int], out_dim: int | None
 ) -> nn.Sequential:
-    """Stack the configured layers on an input of ``in_shape``; add a linear head of ``out_dim``."""
-    modules: list[nn.Module] = [ScaleImage()]
+    """Stack the configured layers on ``inputs`` (an observation space's input, or a plain
+    shape); add a linear head of ``out_dim``. On a nested space with image leaves the conv
+    layers go to each image leaf (:class:`MultiInputEncoder`), the rest on what all give."""
+    if isinstance(inputs, ObservationInput) and inputs.image_leaves:
+        n_conv = _leading_convs(layers)
+        convs, rest = layers[:n_conv], layers[n_conv:]
+
+        def image_stack(chw: tuple[int, ...]) -> tuple[nn.Module, int]:
+            modules, shape = _stack(convs, chw)
+            return nn.Sequential(*modules), shape[0]
+
+        encoder = MultiInputEncoder(inputs, image_stack)
+        modules, shape = _stack(rest, (encoder.width,))
+        return nn.Sequential(encoder, *modules, *_head(shape, out_dim))
+    modules, shape = _stack(layers, network_input_shape(inputs))
+    return nn.Sequential(ScaleImage(), *modules, *_head(shape, out_dim))
+
+
+def _leading_convs(layers: Sequence[Any]) -> int:
+    types = [str(layer_field(layer, "layer_type")).lower() for layer in layers]
+    return next((i for i, t in enumerate(types) if t != "conv2d"), len(types))
+
+
+def _head(shape: tuple[int, ...], out_dim: int | None) -> list[nn.Module]:
+    return [] if out_dim is None else [nn.Linear(shape[0], out_dim)]
+
+
+def _stack(
+    layers: Sequence[Any], in_shape: Sequence[int]
+) -> tuple[list[nn.Module], tuple[int, ...]]:
+    """The modules of ``layers`` on an input of ``in_shape``, flattened at the end, and the
+    width they give."""
+    modules: list[nn.Module] = []
     shape = tuple(int(s) for s in in_shape)
     flat = len(shape) == 1
     for layer in layers:
@@ -73,9 +107,7 @@ def build_network(
     if not flat:
         modules.append(nn.Flatten())
         shape = (int(np.prod(shape)),)
-    if out_dim is not None:
-        modules.append(nn.Linear(shape[0], out_dim))
-    return nn.Sequential(*modules)
+    return modules, shape
 
 
 def output_dim(network: nn.Sequential) -> int:

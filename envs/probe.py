@@ -16,6 +16,7 @@ import gymnasium as gym
 
 from envs.errors import EnvSpecError, one_line
 from envs.extras import ENTRY_POINT_FAMILIES, extra_by_family, find_extra, missing_line
+from envs.observations import unsupported_observation_space
 from envs.registry import make_base_env, resolve_env_id
 from envs.wrappers import WRAPPERS
 
@@ -83,6 +84,9 @@ def probe_env(env_cfg: Any, *, max_episode_steps: int = -1) -> tuple[gym.Space, 
                 if line is None:
                     raise
                 raise EnvSpecError(line) from exc
+        unsupported = unsupported_observation_space(env.observation_space)
+        if unsupported is not None:
+            raise EnvSpecError(f"{subject}: {unsupported}")
         return env.observation_space, env.action_space
     finally:
         env.close()

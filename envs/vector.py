@@ -26,22 +26,25 @@ from gymnasium import logger as gym_logger
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from envs.config import VECTOR_MODES
+from envs.observations import packed_vector_env
 
 ASYNC_START_METHOD = "fork"
 
 
 def make_vector_env(env_fns: Sequence[Callable[[], gym.Env]], mode: str) -> VectorEnv:
-    """One vector env of ``len(env_fns)`` envs, stepped as ``mode`` says."""
+    """One vector env of ``len(env_fns)`` envs, stepped as ``mode`` says; nested (Dict,
+    Tuple) observations come packed (see :mod:`envs.observations`)."""
     if mode == "sync":
-        return SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
+        return packed_vector_env(SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP))
     if mode == "async":
         parent = os.getpid()
-        return _QuietAsyncVectorEnv(
+        envs = _QuietAsyncVectorEnv(
             [_in_subprocess(fn, parent) for fn in env_fns],
             shared_memory=True,
             context=ASYNC_START_METHOD,
             autoreset_mode=AutoresetMode.SAME_STEP,
         )
+        return packed_vector_env(envs)
     allowed = ", ".join(VECTOR_MODES)
     raise ValueError(f"env_cfg.vector_mode={mode!r} is not allowed; allowed: {allowed}")
 
@@ -88,17 +91,18 @@ def quiet_env_errors() -> Iterator[None]:
 def close_vector_env(envs: VectorEnv, *, broken: bool = False) -> None:
     """Close ``envs``; ``broken`` (after an env error) ends async subprocesses at once:
     one of them may be dead or mid-call, and an orderly close would wait for it."""
+    base = envs.unwrapped  # under the packing wrapper, if any
     with quiet_env_errors():
-        if not (broken and isinstance(envs, AsyncVectorEnv)):
+        if not (broken and isinstance(base, AsyncVectorEnv)):
             envs.close()
             return
         try:
-            envs.close(terminate=True)
+            base.close(terminate=True)
         except (EOFError, OSError):
             # A sub-env died mid-step: gymnasium's close first waits for that step's answer
             # from the dead pipe. End the subprocesses without it.
-            for process in envs.processes:
+            for process in base.processes:
                 if process.is_alive():
                     process.terminate()
                 process.join(timeout=1)
-            envs.closed = True
+            base.closed = True

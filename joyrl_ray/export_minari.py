@@ -25,9 +25,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import yaml
 
+from envs.observations import PackedLayout, is_nested
 from joyrl_ray.run import trajectories as traj_io
 
 INSTALL_HINT = 'pip install "minari[hdf5]"'
@@ -56,13 +58,19 @@ def _env_from_config(task: Path) -> Any:
     return make_env(env_cfg, max_episode_steps=int(config["general_cfg"].get("max_step", -1)))
 
 
-def episode_buffers(trajectories: list[dict[str, np.ndarray]]) -> list[Any]:
-    """Minari ``EpisodeBuffer`` objects for joyrl-ray trajectories."""
+def episode_buffers(
+    trajectories: list[dict[str, np.ndarray]], observation_space: gym.Space | None = None
+) -> list[Any]:
+    """Minari ``EpisodeBuffer`` objects for joyrl-ray trajectories (observations of a
+    Dict / Tuple ``observation_space`` unpacked into Minari's dicts / tuples of arrays)."""
     from minari.data_collector import EpisodeBuffer
 
+    layout = PackedLayout(observation_space) if is_nested(observation_space) else None
     buffers = []
     for i, traj in enumerate(trajectories):
         observations = np.concatenate([traj["obs"], traj["next_obs"][-1:]], axis=0)
+        if layout is not None:
+            observations = layout.unpack(observations)
         buffers.append(
             EpisodeBuffer(
                 id=i,
@@ -107,7 +115,7 @@ def export(
             warnings.filterwarnings("ignore", category=UserWarning, module=r"minari\b")
             return minari.create_dataset_from_buffers(
                 dataset_id=dataset_id,
-                buffer=episode_buffers(trajectories),
+                buffer=episode_buffers(trajectories, env.observation_space),
                 env=env if env.spec is not None else None,
                 observation_space=env.observation_space,
                 action_space=env.action_space,

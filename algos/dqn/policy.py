@@ -21,15 +21,16 @@ from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.networks import build_network, output_dim, soft_update
+from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
 
 class DuelingQNetwork(nn.Module):
     """Q = V + A - mean(A) over a shared trunk."""
 
-    def __init__(self, layers: Any, in_shape: tuple[int, ...], n_actions: int) -> None:
+    def __init__(self, layers: Any, inputs: ObservationInput, n_actions: int) -> None:
         super().__init__()
-        self.trunk = build_network(layers, in_shape, None)
+        self.trunk = build_network(layers, inputs, None)
         width = output_dim(self.trunk)
         self.value = nn.Linear(width, 1)
         self.advantage = nn.Linear(width, n_actions)
@@ -50,11 +51,10 @@ class DQNPolicy(Policy):
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
         self.n_actions = int(action_space.n)
-        shape = tuple(obs_space.shape)
         if cfg.dueling:
-            self.q_net: nn.Module = DuelingQNetwork(cfg.value_layers, shape, self.n_actions)
+            self.q_net: nn.Module = DuelingQNetwork(cfg.value_layers, self.inputs, self.n_actions)
         else:
-            self.q_net = build_network(cfg.value_layers, shape, self.n_actions)
+            self.q_net = build_network(cfg.value_layers, self.inputs, self.n_actions)
         self.q_net.to(device)
 
     def epsilon(self, env_steps: int) -> float:
@@ -72,7 +72,7 @@ class DQNPolicy(Policy):
 
     @torch.no_grad()
     def q_values(self, obs: np.ndarray) -> np.ndarray:
-        return self.q_net(to_tensor(obs, self.device)).cpu().numpy()
+        return self.q_net(self.obs_tensor(obs)).cpu().numpy()
 
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
         actions = self.q_values(obs).argmax(axis=-1).astype(np.int64)
@@ -98,10 +98,10 @@ class DQN(Algorithm):
     def learn(self, batch: Batch) -> LearnResult:
         """One gradient step on a sampled batch."""
         cfg, device, q_net = self.cfg, self.device, self.policy.q_net
-        obs = to_tensor(batch[OBS], device)
+        obs = self.policy.obs_tensor(batch[OBS])
         actions = to_tensor(batch[ACTIONS], device, torch.int64).reshape(-1, 1)
         rewards = to_tensor(batch[REWARDS], device, torch.float32)
-        next_obs = to_tensor(batch[NEXT_OBS], device)
+        next_obs = self.policy.obs_tensor(batch[NEXT_OBS])
         discounts = to_tensor(batch[DISCOUNTS], device, torch.float32)
         weights = to_tensor(batch[WEIGHTS], device, torch.float32)
 

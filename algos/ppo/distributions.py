@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from algos.networks import build_network
+from algos.observations import ObservationInput
 
 LOG_2PI_E_HALF = 0.5 * math.log(2.0 * math.pi * math.e)
 
@@ -99,13 +100,13 @@ def init_orthogonal(network: nn.Module, head_gain: float) -> None:
 class Actor(nn.Module):
     """The policy network plus, for Box spaces, a log-std (a parameter or a second head half)."""
 
-    def __init__(self, cfg: Any, obs_shape: tuple[int, ...], action_space: gym.Space) -> None:
+    def __init__(self, cfg: Any, inputs: ObservationInput, action_space: gym.Space) -> None:
         super().__init__()
         self.kind, self.nvec, self.action_shape = _describe(action_space)
         self.state_dependent_std = self.kind == "gaussian" and bool(cfg.state_dependent_std)
         n_out = sum(self.nvec)
         self.net = build_network(
-            cfg.actor_layers, obs_shape, n_out * (2 if self.state_dependent_std else 1)
+            cfg.actor_layers, inputs, n_out * (2 if self.state_dependent_std else 1)
         )
         if cfg.ortho_init:
             init_orthogonal(self.net, head_gain=0.01)

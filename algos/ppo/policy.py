@@ -53,14 +53,14 @@ class PPOPolicy(Policy):
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
-        self.actor = Actor(cfg, tuple(obs_space.shape), action_space).to(device)
+        self.actor = Actor(cfg, self.inputs, action_space).to(device)
 
     def acting_modules(self) -> dict[str, nn.Module]:
         return {"actor": self.actor}
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
-        dist = self.actor(to_tensor(obs, self.device))
+        dist = self.actor(self.obs_tensor(obs))
         flat = dist.sample(self.rng) if explore else dist.mode()
         log_prob = dist.log_prob(torch.as_tensor(flat, device=self.device))
         actions = flat.reshape(len(flat), *self.actor.action_shape)
@@ -92,8 +92,7 @@ class PPO(Algorithm):
         self.reward_scaler = (
             RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
         )
-        obs_shape = tuple(self.policy.obs_space.shape)
-        self.critic = build_network(cfg.critic_layers, obs_shape, 1).to(self.device)
+        self.critic = build_network(cfg.critic_layers, self.policy.inputs, 1).to(self.device)
         if cfg.ortho_init:
             init_orthogonal(self.critic, head_gain=1.0)
         critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr
@@ -198,8 +197,8 @@ class PPO(Algorithm):
         cfg, device = self.cfg, self.device
         steps, envs = np.shape(batch[REWARDS])[:2]
         rows = steps * envs
-        obs = to_tensor(batch[OBS], device).flatten(0, 1)
-        next_obs = to_tensor(batch[NEXT_OBS], device).flatten(0, 1)
+        obs = self.policy.obs_tensor(batch[OBS]).flatten(0, 1)
+        next_obs = self.policy.obs_tensor(batch[NEXT_OBS]).flatten(0, 1)
         values = self._values(obs)
         next_values = self._values(next_obs)
         actions = self._flat_actions(np.asarray(batch[ACTIONS]), rows)

@@ -92,7 +92,7 @@ class SAC(TwinCriticAlgorithm):
     def learn(self, batch: Batch) -> LearnResult:
         """One gradient step of the critics, the actor and (``auto_alpha``) the temperature."""
         cfg, actor = self.cfg, self.policy.actor
-        b = off_policy_columns(batch, self.device)
+        b = off_policy_columns(batch, self.policy)
         obs, next_obs = b[OBS], b[NEXT_OBS]
         actions = self.policy.scaler.to_normalised(b[ACTIONS])
         alpha = self.log_alpha.detach().exp()

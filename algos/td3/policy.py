@@ -51,7 +51,7 @@ class TD3(TwinCriticAlgorithm):
     def learn(self, batch: Batch) -> LearnResult:
         """One gradient step of the critics; of the actor every ``policy_delay`` steps."""
         cfg, actor = self.cfg, self.policy.actor
-        b = off_policy_columns(batch, self.device)
+        b = off_policy_columns(batch, self.policy)
         obs, next_obs = b[OBS], b[NEXT_OBS]
         actions = self.policy.scaler.to_normalised(b[ACTIONS])
 

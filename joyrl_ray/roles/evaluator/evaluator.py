@@ -25,6 +25,7 @@ from gymnasium.vector import VectorEnv
 
 from algos import get_algorithm
 from algos.base import Policy
+from envs.observations import packed_env
 from envs.registry import make_env, make_env_fn
 from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.roles.evaluator.config import EvaluatorConfig
@@ -49,7 +50,9 @@ class Evaluator:
         stream: str = "eval",
         vector_mode: str = "sync",
     ) -> None:
-        self.make = lambda: make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
+        self.make = lambda: packed_env(
+            make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
+        )
         self.make_in_subprocess = make_env_fn(env_cfg, max_episode_steps=max_step)
         self.env = self.make()
         self.side_envs: list[gym.Env] = []  # evaluate()'s other envs, made when first needed
