@@ -10,6 +10,11 @@ when first used, so that checking a config (and failing on bad input) never wait
 An algorithm of your own needs no change here: name it by import path,
 ``general_cfg.algo_name: my_pkg.my_module:MY_SPEC``, where ``MY_SPEC`` is an
 :class:`AlgoSpec`; every process of the run imports it the same way.
+
+An alias (:func:`register_alias`) is another name for a registered algorithm, one that
+another framework's yaml files use (JoyRL's ``DQN_new``). The config check replaces it by
+the registered name, so the task directory, the checkpoints and a later test or resume
+see only that name.
 """
 
 from __future__ import annotations
@@ -64,11 +69,39 @@ class AlgoSpec:
 ALGORITHMS: dict[str, AlgoSpec] = {}
 
 
+@dataclass(frozen=True)
+class AlgoAlias:
+    """Another name for a registered algorithm (a name other frameworks' yaml files use)."""
+
+    name: str
+    target: str  # the registered name it runs as
+    note: str  # where the name comes from, for the config reference
+
+
+#: ``general_cfg.algo_name`` values that run a registered algorithm under its own name.
+ALIASES: dict[str, AlgoAlias] = {}
+
+
 def register_algorithm(name: str, config_cls: type[Any], algorithm: type[Algorithm] | str) -> None:
     """Make ``general_cfg.algo_name: <name>`` run ``algorithm`` with ``config_cls`` defaults."""
-    if name in ALGORITHMS:
+    if name in ALGORITHMS or name in ALIASES:
         raise ValueError(f"algorithm {name!r} is already registered")
     ALGORITHMS[name] = AlgoSpec(name, config_cls, algorithm)
+
+
+def register_alias(name: str, target: str, note: str) -> None:
+    """Make ``general_cfg.algo_name: <name>`` run ``target``, recorded as ``target``."""
+    if name in ALGORITHMS or name in ALIASES:
+        raise ValueError(f"algorithm {name!r} is already registered")
+    if target not in ALGORITHMS:
+        raise ValueError(f"alias {name!r}: no registered algorithm {target!r}")
+    ALIASES[name] = AlgoAlias(name, target, note)
+
+
+def canonical_name(name: str) -> str:
+    """The registered name that ``name`` runs as: an alias's target, else ``name`` itself."""
+    alias = ALIASES.get(name)
+    return alias.target if alias is not None else name
 
 
 def _import_spec(path: str) -> AlgoSpec:
@@ -88,6 +121,7 @@ def _import_spec(path: str) -> AlgoSpec:
 
 
 def get_algorithm(name: str) -> AlgoSpec:
+    name = canonical_name(name)
     if name in ALGORITHMS:
         return ALGORITHMS[name]
     if ":" in name:

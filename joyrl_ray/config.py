@@ -18,9 +18,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from algos import get_algorithm
+from algos import canonical_name, get_algorithm
 from algos.layers import LayerConfig, validate_layers
-from envs import EnvConfig, EnvSpecError, check_env_id
+from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES, VECTOR_MODES
 from envs.registry import check_wrappers
 from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, PLACEMENTS, GeneralConfig
@@ -106,6 +106,27 @@ def _normalise_layers(section: dict[str, Any]) -> None:
                     layer["layer_dim"] = [layer["layer_dim"]]
 
 
+#: JoyRL's names for keys that are spelt otherwise here: section -> {JoyRL's key: key here}.
+JOYRL_KEYS = {"env_cfg": {"env_id": "id"}}
+
+
+def _normalise_joyrl(section: str, layer: dict[str, Any]) -> None:
+    """Read a JoyRL yaml's spellings as this project's: ``env_cfg.env_id`` is ``env_cfg.id``
+    and ``general_cfg.mp_backend: null`` (JoyRL's one process) is ``single``."""
+    for joyrl_key, key in JOYRL_KEYS.get(section, {}).items():
+        if joyrl_key not in layer:
+            continue
+        value = layer.pop(joyrl_key)
+        if key in layer and layer[key] != value:
+            raise ConfigError(
+                f"{section}.{joyrl_key}={value!r} and {section}.{key}={layer[key]!r} disagree; "
+                f"{joyrl_key} is JoyRL's name for {key}: set one of them"
+            )
+        layer[key] = value
+    if section == "general_cfg" and "mp_backend" in layer and layer["mp_backend"] is None:
+        layer["mp_backend"] = "single"
+
+
 def _check_keys(schema: type, data: dict[str, Any], prefix: str) -> None:
     fields = {f.name: f for f in dataclasses.fields(schema)}
     for key, value in data.items():
@@ -121,6 +142,7 @@ def _check_keys(schema: type, data: dict[str, Any], prefix: str) -> None:
 def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConfig:
     merged = OmegaConf.structured(schema)
     for layer in layers:
+        _normalise_joyrl(section, layer)
         _normalise_layers(layer)
         _check_keys(schema, layer, f"{section}.")
         try:
@@ -139,6 +161,13 @@ def _choice(value: Any, allowed: tuple[Any, ...], key: str) -> None:
 
 
 def _check_general(general: DictConfig) -> None:
+    general.algo_name = canonical_name(general.algo_name)  # an alias runs as its target
+    if general.env_name not in ENV_FAMILIES:
+        raise ConfigError(
+            f"general_cfg.env_name={general.env_name!r} is not allowed; allowed: "
+            f"{', '.join(ENV_FAMILIES)} (the env family, as in JoyRL; env_cfg.id names the "
+            "env, a custom one too)"
+        )
     _choice(general.mode, MODES, "general_cfg.mode")
     _choice(general.mp_backend, BACKENDS, "general_cfg.mp_backend")
     _choice(general.device, DEVICES, "general_cfg.device")

@@ -11,8 +11,9 @@ import dataclasses
 import inspect
 import re
 
-from algos import ALGORITHMS
-from envs import EnvConfig
+from algos import ALGORITHMS, ALIASES
+from envs import ENV_FAMILIES, EnvConfig
+from joyrl_ray.config import JOYRL_KEYS
 from joyrl_ray.general_config import GeneralConfig
 
 FIELD_LINE = re.compile(r"^\s+(\w+): [^=]+= (.+?)(?:\s+# (.*))?$")
@@ -94,6 +95,111 @@ def reference() -> str:
     return "\n\n".join(parts)
 
 
+#: What each key of JoyRL's quick start and its config notes does here. Keys not listed
+#: under general_cfg / env_cfg, and every other algo_cfg key, mean what the tables say.
+JOYRL_ROWS = (
+    (
+        "general_cfg.env_name",
+        "JoyRL's env family (the envs/ folder that gives env_cfg its defaults there). The "
+        f"one family here is {', '.join(ENV_FAMILIES)}, which holds every env_cfg.id form, "
+        "custom envs too; another value stops the run. Checked and written to config.yaml, "
+        "no other effect",
+    ),
+    (
+        "general_cfg.device",
+        "cpu or cuda, as in JoyRL; auto, the default here, takes cuda when visible",
+    ),
+    ("general_cfg.mode", "train or test, as in JoyRL"),
+    (
+        "general_cfg.collect_traj",
+        "as in JoyRL: finished episodes to results/trajs_0.pkl, trajs_1.pkl, ... "
+        "(1000 a file), in train or test mode",
+    ),
+    (
+        "general_cfg.mp_backend",
+        "single or ray, as in JoyRL; null (JoyRL's default) is single. The default here is ray",
+    ),
+    (
+        "general_cfg.n_workers",
+        "Worker actors with ray; with single the workers take turns in the one process",
+    ),
+    (
+        "general_cfg.load_checkpoint",
+        "true: train resumes from load_path, test loads it (test mode needs load_path either "
+        "way); false: load_path is not read, so a stale one does no harm",
+    ),
+    (
+        "general_cfg.load_path",
+        "a task directory's name under tasks_dir (tasks/, as in JoyRL) or a path to one",
+    ),
+    (
+        "general_cfg.max_episode",
+        "as in JoyRL; training also stops at max_env_steps (100000 unless set; -1: none). "
+        "On a resume it counts the whole run's episodes",
+    ),
+    ("general_cfg.max_step", "as in JoyRL: steps per episode; -1 keeps the env's own limit"),
+    ("general_cfg.seed", "as in JoyRL: 0 leaves the run unseeded"),
+    (
+        "general_cfg.online_eval, online_eval_episode, model_save_fre",
+        "as in JoyRL: every model_save_fre updates a checkpoint is written and, with "
+        "online_eval, evaluated over online_eval_episode episodes, the best kept as best.pt",
+    ),
+    ("general_cfg.save_best_model", "as in JoyRL; left blank (null) it counts as true"),
+    ("general_cfg.save_fig, show_fig", "as in JoyRL: reward curves to figs/, or on screen"),
+    (
+        "algo_cfg.value_layers",
+        "a list of {layer_type, layer_dim, activation}, as in JoyRL; in it and every other "
+        "*_layers list, layer_size is read as layer_dim and a bare number as a one-item list",
+    ),
+    (
+        "algo_cfg.buffer_type",
+        "REPLAY_QUE: the uniform replay, a ring of buffer_size transitions; PER: prioritized",
+    ),
+    (
+        "algo_cfg.epsilon_start, epsilon_end, epsilon_decay",
+        "epsilon falls from start to end as exp(-env_steps / decay), env steps of all workers",
+    ),
+    ("algo_cfg.target_update", "updates between target-network syncs"),
+    (
+        "algo_cfg.batch_size, buffer_size, gamma, lr",
+        "as in JoyRL; every algo_cfg key is in its algorithm's table above",
+    ),
+    ("env_cfg.id", "a gymnasium id, as in JoyRL, or module:EnvId, module:ClassName"),
+    (
+        "env_cfg.render_mode",
+        "null, human or rgb_array, as in JoyRL; test mode renders (rgb_array, and human "
+        "without a display, to videos/video.gif), training does not",
+    ),
+)
+
+
+def joyrl_section() -> str:
+    """``## Coming from JoyRL``: what a JoyRL yaml's keys do here."""
+    aliases = "; ".join(f"{a.name} runs {a.target} ({a.note})" for a in ALIASES.values())
+    rows = [
+        (
+            "general_cfg.algo_name",
+            f"the names in the algo_cfg tables; {aliases}. Task directories and checkpoints "
+            "name the algorithm that runs",
+        ),
+        *JOYRL_ROWS,
+    ]
+    for section, names in JOYRL_KEYS.items():
+        for joyrl_key, key in names.items():
+            rows.append((f"{section}.{joyrl_key}", f"JoyRL's name for {section}.{key}"))
+    lines = [
+        "## Coming from JoyRL",
+        "",
+        "JoyRL's quick-start yaml runs here as JoyRL prints it (tests/data/joyrl_quick_start"
+        ".yaml): the same three sections and keys. What each key of its quick start does here:",
+        "",
+        "| JoyRL key | here |",
+        "| --- | --- |",
+        *(f"| `{key}` | {text.replace('|', '&#124;')} |" for key, text in rows),
+    ]
+    return "\n".join(lines)
+
+
 def page() -> str:
     """The whole of ``docs/config.md``."""
     intro = (
@@ -103,7 +209,7 @@ def page() -> str:
         "Defaults come first, then the `--yaml` file, then `section.key=value` arguments.\n"
         "`-1` means no limit."
     )
-    return f"{intro}\n\n{reference()}\n"
+    return f"{intro}\n\n{reference()}\n\n{joyrl_section()}\n"
 
 
 if __name__ == "__main__":

@@ -24,10 +24,12 @@ class GeneralConfig:
     """Runtime settings shared by every algorithm. ``-1`` means no limit."""
 
     algo_name: str = "DQN"  # a registered algorithm (algos/), or "pkg.module:SPEC" of your own
+    env_name: str = "gym"  # env family, as in JoyRL; gym, the only one, holds every env_cfg.id
+    # form (custom envs too): checked, recorded in config.yaml, no other effect
     device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda
     mode: str = "train"  # train or test
     collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
-    mp_backend: str = "ray"  # single (one process) or ray (actors)
+    mp_backend: str = "ray"  # single (one process) or ray (actors); null is read as single
     n_workers: int = 1  # Worker actors stepping envs
     n_envs_per_worker: int = 1  # envs per worker, one vector env (env_cfg.vector_mode)
     n_learners: int = 1  # data-parallel Learner actors (ray backend), gradients averaged
@@ -63,7 +65,8 @@ class GeneralConfig:
     # an update is one gradient step off-policy (DQN, SAC, TD3) but one whole rollout
     # iteration on-policy (PPO: every epoch and minibatch over one rollout)
     keep_checkpoints: int = 5  # numbered checkpoints kept in models/ (best and last always)
-    save_best_model: bool | None = True  # keep models/best.pt (needs online_eval)
+    save_best_model: bool | None = True  # keep models/best.pt (needs online_eval); null (left
+    # blank) keeps it too
     reward_threshold: float | None = None  # stop once an online evaluation averages this
     save_fig: bool = True  # write reward curves to figs/
     show_fig: bool = False  # show the reward curves at the end

@@ -133,6 +133,18 @@ CASES = [
         r"algo_cfg\.epsilon_decy",
         r"did you mean algo_cfg\.epsilon_decay",
     ),
+    Case(
+        "unknown_env_family",
+        fixed("general_cfg.env_name=atari"),
+        r"general_cfg\.env_name='atari'",
+        r"allowed: gym\b.*env_cfg\.id",
+    ),
+    Case(
+        "joyrl_env_id_disagrees_with_id",
+        yaml_file("env_id.yaml", "env_cfg:\n  env_id: Pendulum-v1\n  id: CartPole-v1\n"),
+        r"env_cfg\.env_id='Pendulum-v1' and env_cfg\.id='CartPole-v1'",
+        r"set one of them",
+    ),
     Case("override_without_section", fixed("seed=1"), r"'seed=1'", r"section\.key=value"),
     Case(
         "override_without_value",
