@@ -110,7 +110,7 @@ class PackedLayout:
             return {k: self._unpack(s, packed, (*keys, k)) for k, s in space.spaces.items()}
         if isinstance(space, spaces.Tuple):
             return tuple(self._unpack(s, packed, (*keys, i)) for i, s in enumerate(space.spaces))
-        return np.ascontiguousarray(packed[".".join(str(k) for k in keys)])
+        return np.array(packed[".".join(str(k) for k in keys)])  # a copy, 0-d kept
 
 
 class PackedObservation(gym.ObservationWrapper):

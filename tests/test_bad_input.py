@@ -200,6 +200,22 @@ CASES = [
         r"general_cfg\.mode='play'",
         r"allowed: train, test",
     ),
+    # observation spaces the runtime does not take
+    *(
+        Case(
+            f"observation_space_{name.lower()}",
+            fixed(f"env_cfg.id=tests.support.space_envs:{name}ObservationEnv"),
+            rf"observation space .*\({name}\) is not supported",
+            r"supported: Box, Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple",
+        )
+        for name in ("Text", "Graph", "Sequence")
+    ),
+    Case(
+        "observation_space_dict_holding_text",
+        fixed("env_cfg.id=tests.support.space_envs:DictWithTextEnv"),
+        r"observation space Text\(.*\(Text\) is not supported",
+        r"Dict or Tuple of these",
+    ),
     # cross-field rules
     Case(
         "batch_larger_than_buffer",

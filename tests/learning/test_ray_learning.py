@@ -44,6 +44,10 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     "appo-cartpole": ("cartpole_appo", ("general_cfg.max_env_steps=100000",), 475.0),
     "appo-pendulum": ("pendulum_appo", (), -300.0),  # its yaml's budget: 300k env steps
     "impala-cartpole": ("cartpole_impala", (), 475.0),  # its yaml's budget: 100k env steps
+    # Observations beyond one Box: a Dict ({"pos", "goal"}), and Discrete (one-hot).
+    "dqn-goalgrid-dict": ("goalgrid_dqn", (), 0.9),
+    "ppo-goalgrid-dict": ("goalgrid_ppo", (), 0.9),
+    "dqn-frozenlake-discrete": ("frozenlake_dqn", (), 1.0),
 }
 
 
