@@ -159,3 +159,49 @@ def test_dict_observations_export_to_minari_as_dicts(
             np.testing.assert_array_equal(episode.observations[key][:-1], traj["obs"][key])
             np.testing.assert_array_equal(episode.observations[key][-1], traj["next_obs"][-1][key])
         np.testing.assert_array_equal(episode.actions, traj["actions"])
+
+
+#: algorithm -> (its shipped config, overrides for a few updates on the goal grid)
+EVERY_ALGORITHM: dict[str, tuple[str, tuple[str, ...]]] = {
+    "DQN": ("goalgrid_dqn", DQN_QUICK),
+    "DuelingDQN": ("goalgrid_dqn", (*DQN_QUICK, "general_cfg.algo_name=DuelingDQN")),
+    "PPO": ("goalgrid_ppo", ("general_cfg.max_env_steps=2048",)),
+    "APPO": ("cartpole_appo", ("general_cfg.max_env_steps=2048",)),
+    "IMPALA": ("cartpole_impala", ("general_cfg.max_env_steps=2048",)),
+    **{
+        algo: (
+            f"pendulum_{algo.lower()}",
+            (
+                "general_cfg.max_env_steps=500",
+                "env_cfg.kwargs={actions: continuous}",
+                "algo_cfg.learn_start=200",
+                "algo_cfg.random_steps=200",
+            ),
+        )
+        for algo in ("SAC", "TD3")
+    },
+}
+
+
+@pytest.mark.parametrize("algo", list(EVERY_ALGORITHM))
+@pytest.mark.parametrize("observation", ["dict", "tuple"])
+@pytest.mark.timeout(300)
+def test_every_algorithm_learns_and_evaluates_on_nested_observations(
+    algo: str, observation: str, tmp_path: Path
+) -> None:
+    config, overrides = EVERY_ALGORITHM[algo]
+    result = run(
+        make_cfg(
+            tmp_path,
+            *QUICK,
+            "general_cfg.collect_traj=false",
+            "general_cfg.model_save_fre=1",
+            *overrides,
+            "env_cfg.id=envs.goal_grid:GoalGridEnv",
+            f"env_cfg.kwargs.observation={observation}",
+            yaml_path=str(ROOT / "configs" / f"{config}.yaml"),
+        )
+    )
+    assert result.exit_code == 0
+    assert result.summary["algo"] == algo
+    assert result.summary["updates"] > 0 and result.summary["eval_history"]
