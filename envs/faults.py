@@ -1,5 +1,7 @@
-"""Injected env failures (``general_cfg.fault_injection.env_error_rate``), for checking that
-a run survives a flaky simulator: the wrapped env's ``step`` raises at random."""
+"""Injected env failures (``general_cfg.fault_injection.env_error_rate`` for the workers'
+envs, ``eval_env_error_rate`` for the online evaluator's), for checking that a run survives
+a flaky simulator: the wrapped env's ``step`` raises at random. Also how either role closes
+an env that raised."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import VectorEnv
 
 
 class InjectedEnvError(RuntimeError):
@@ -15,22 +18,29 @@ class InjectedEnvError(RuntimeError):
 
 
 class RandomStepErrors(gym.Wrapper):
-    """Raises :class:`InjectedEnvError` from ``step`` with probability ``rate``."""
+    """Raises :class:`InjectedEnvError` from ``step`` with probability ``rate`` (the config
+    key ``key``, which the error names)."""
 
-    def __init__(self, env: gym.Env, rate: float, seed: int | None) -> None:
+    def __init__(
+        self, env: gym.Env, rate: float, seed: int | None, key: str = "env_error_rate"
+    ) -> None:
         super().__init__(env)
         self.rate = rate
+        self.key = key
         self.draws = np.random.default_rng(seed)
 
     def step(self, action: Any) -> Any:
         if self.draws.random() < self.rate:
-            rate = self.rate
-            raise InjectedEnvError(f"injected env error (fault_injection.env_error_rate={rate})")
+            raise InjectedEnvError(f"injected env error (fault_injection.{self.key}={self.rate})")
         return self.env.step(action)
 
 
 def with_step_errors(
-    make: Callable[[], gym.Env], rate: float, seed: int | None, n_envs: int
+    make: Callable[[], gym.Env],
+    rate: float,
+    seed: int | None,
+    n_envs: int,
+    key: str = "env_error_rate",
 ) -> list[Callable[[], gym.Env]]:
     """``n_envs`` copies of ``make`` whose envs fail at ``rate`` per step.
 
@@ -39,8 +49,29 @@ def with_step_errors(
     them all the same draws.
     """
     seeds = np.random.default_rng(seed).integers(2**31, size=n_envs).tolist()
-    return [_with_errors(make, rate, int(s)) for s in seeds]
+    return [_with_errors(make, rate, int(s), key) for s in seeds]
 
 
-def _with_errors(make: Callable[[], gym.Env], rate: float, seed: int) -> Callable[[], gym.Env]:
-    return lambda: RandomStepErrors(make(), rate, seed)
+def maybe_with_step_errors(
+    make: Callable[[], gym.Env],
+    rate: float,
+    seed: int | None,
+    n_envs: int,
+    key: str = "env_error_rate",
+) -> list[Callable[[], gym.Env]]:
+    """:func:`with_step_errors`, or ``n_envs`` plain copies of ``make`` when ``rate`` is 0."""
+    return with_step_errors(make, rate, seed, n_envs, key) if rate > 0 else [make] * n_envs
+
+
+def close_broken(env: gym.Env | VectorEnv) -> None:
+    """Close an env that raised; one that fails to close too is replaced anyway."""
+    try:
+        env.close()
+    except Exception:
+        pass
+
+
+def _with_errors(
+    make: Callable[[], gym.Env], rate: float, seed: int, key: str
+) -> Callable[[], gym.Env]:
+    return lambda: RandomStepErrors(make(), rate, seed, key)

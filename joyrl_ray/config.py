@@ -224,12 +224,12 @@ def _check_general(general: DictConfig) -> None:
             f"mp_backend={general.mp_backend} is the whole run); allowed with "
             f"{general.mp_backend}: []"
         )
-    rate = general.fault_injection.env_error_rate
-    if not 0 <= rate < 1:
-        raise ConfigError(
-            f"general_cfg.fault_injection.env_error_rate={rate} is out of range; allowed: "
-            "0 <= env_error_rate < 1"
-        )
+    for key in ("env_error_rate", "eval_env_error_rate"):
+        rate = general.fault_injection[key]
+        if not 0 <= rate < 1:
+            raise ConfigError(
+                f"general_cfg.fault_injection.{key}={rate} is out of range; allowed: 0 <= {key} < 1"
+            )
     for key in ("learner_num_cpus", "learner_num_gpus"):
         if general[key] < 0:
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 0")

@@ -17,6 +17,7 @@ class FaultInjectionConfig:
     kill_at_env_steps: list[int] = field(default_factory=list)  # SIGKILL a worker at these steps
     kill_worker_ids: list[int] = field(default_factory=lambda: [0])  # workers that kill_at hits
     env_error_rate: float = 0.0  # probability that an env step raises (every worker)
+    eval_env_error_rate: float = 0.0  # probability that an online evaluator env step raises
 
 
 @dataclass

@@ -195,6 +195,12 @@ CASES = [
         r"0 <= env_error_rate < 1",
     ),
     Case(
+        "eval_env_error_rate_negative",
+        fixed("general_cfg.fault_injection.eval_env_error_rate=-0.1"),
+        r"eval_env_error_rate=-0\.1",
+        r"0 <= eval_env_error_rate < 1",
+    ),
+    Case(
         "mode_unknown",
         fixed("general_cfg.mode=play"),
         r"general_cfg\.mode='play'",

@@ -68,6 +68,8 @@ class DriveOutcome:
     final_checkpoint: CheckpointReport | None = None
     best_return: float = -math.inf
     evals_skipped: int = 0
+    evals_failed: int = 0
+    eval_env_errors: int = 0  # raised by the evaluator's envs (their episodes replaced)
     worker_restarts: dict[int, int] = field(default_factory=dict)
 
 
@@ -308,11 +310,20 @@ class Driver:
             try:
                 result = call.result(timeout_s=END_WAIT_S)
             except RoleError as exc:
-                self.recorder.log(f"evaluation at {checkpoint.updates} updates failed: {exc}")
+                self._eval_failed(checkpoint.updates, str(exc))
             else:
                 self._take_eval(result, checkpoint)
 
+    def _eval_failed(self, updates: int, why: str) -> None:
+        """One line; the run goes on, and so do the next evaluations."""
+        self.outcome.evals_failed += 1
+        self.recorder.log(f"evaluation at {updates} updates failed: {why}")
+
     def _take_eval(self, result: EvalResult, checkpoint: CheckpointReport) -> None:
+        self.outcome.eval_env_errors += result.env_errors
+        if result.error is not None:
+            self._eval_failed(checkpoint.updates, result.error)
+            return
         self.recorder.record_eval(result)
         general = self.cfg.general
         mean = result.returns["return_mean"]

@@ -59,6 +59,7 @@ EVAL_FIELDS = (
     "return_max",
     "length_mean",
     "episodes",
+    "episodes_failed",
 )
 
 
@@ -203,6 +204,7 @@ class Recorder:
             "updates": result.updates,
             "wall_time_s": round(self.elapsed(), 3),
             **result.returns,
+            "episodes_failed": result.episodes_failed,
         }
         self.eval_history.append({k: row[k] for k in EVAL_FIELDS if k in row})
         self.eval_csv.writerow(row)
@@ -210,9 +212,15 @@ class Recorder:
         for key in ("return_mean", "return_std", "return_min", "return_max", "length_mean"):
             if key in row:
                 self.tb.add_scalar(f"eval/{key}", row[key], result.env_steps)
+        failed = ""
+        if result.episodes_failed:
+            failed = (
+                f" ({result.episodes_failed} episodes dropped by {result.env_errors} env errors "
+                f"and replaced; the last: {result.last_env_error})"
+            )
         self.log(
             f"eval at {result.env_steps} env steps / {result.updates} updates: "
-            f"return {row['return_mean']:.1f} +- {row['return_std']:.1f}"
+            f"return {row['return_mean']:.1f} +- {row['return_std']:.1f}{failed}"
         )
 
     def verdict(self) -> str:

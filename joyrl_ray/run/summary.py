@@ -99,6 +99,8 @@ def build_summary(
         "worker_restarts_by_worker": {str(k): v for k, v in outcome.worker_restarts.items()},
         "workers_dropped": results.workers_dropped,
         "evals_skipped": outcome.evals_skipped,
+        "evals_failed": outcome.evals_failed,
+        "eval_env_errors": outcome.eval_env_errors,
         "learner_restarts": results.learner_restarts,
         "env_errors": recorder.env_errors,
         "first_env_error": recorder.first_env_error,

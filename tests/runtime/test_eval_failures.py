@@ -1,4 +1,4 @@
-"""An online evaluation that raises is logged, and the run goes on to its end.
+"""An online evaluation that fails is logged, and the run goes on to its end.
 
 On Ray the evaluator is a thread of the driver's process: an error there must neither
 end the run nor go unnoticed. The env used raises on every step outside the run's
@@ -40,3 +40,9 @@ def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(ray_session, tm
     failures = [line for line in log.splitlines() if "evaluation at" in line and "failed" in line]
     assert len(failures) >= 5, log
     assert "evaluation simulator crashed: segment 9 out of bounds" in failures[0]
+    # Each evaluation replaced its failed episodes until its error budget ran out: one error
+    # more than its 10 episodes. Every error is counted in the summary.
+    over_budget = [line for line in failures if "failed: 11 env errors, more than the 10 " in line]
+    assert len(over_budget) >= 5, failures
+    assert summary["evals_failed"] == len(failures)
+    assert summary["eval_env_errors"] == 11 * len(over_budget)

@@ -80,3 +80,17 @@ class EvalBrokenEnv(CartPoleEnv):
         if not _in_ray_worker_actor():
             raise RuntimeError("evaluation simulator crashed: segment 9 out of bounds")
         return super().step(action)
+
+
+class FlakyResetEnv(CartPoleEnv):
+    """CartPole whose ``reset`` raises for one seed in ``every``: a simulator that fails to
+    load some scenes (the same ones in any process, whatever the env's build)."""
+
+    def __init__(self, every: int = 13, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.every = every
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None and seed % self.every == 0:
+            raise RuntimeError(f"scene {seed} failed to load")
+        return super().reset(seed=seed, options=options)

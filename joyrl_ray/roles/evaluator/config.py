@@ -19,6 +19,7 @@ class EvaluatorConfig:
     seed: int  # 0: unseeded
     episodes: int  # per evaluation (general_cfg.online_eval_episode)
     max_step: int  # per episode
+    env_error_rate: float  # injected (general_cfg.fault_injection.eval_env_error_rate)
 
     @classmethod
     def of(cls, cfg: RunConfig) -> EvaluatorConfig:
@@ -30,4 +31,5 @@ class EvaluatorConfig:
             seed=general.seed,
             episodes=general.online_eval_episode,
             max_step=general.max_step,
+            env_error_rate=general.fault_injection.eval_env_error_rate,
         )

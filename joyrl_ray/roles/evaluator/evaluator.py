@@ -9,13 +9,17 @@ An evaluation's episodes run side by side; with ``env_cfg.vector_mode: async`` e
 subprocess of its own, so an evaluation on a slow env costs about one episode's time. At
 the end of a run an evaluation still running is interrupted (:meth:`OnlineEvaluator.
 interrupt`): a thread still acting with torch while the interpreter exits aborts it.
+
+An env that raises (at reset or step) does not fail the evaluation, as it does not stop a
+worker: the episode is dropped, the env rebuilt and a fresh episode run in its place, up to
+as many env errors as the evaluation has episodes (see :class:`EvalEpisodes`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -25,11 +29,15 @@ from gymnasium.vector import VectorEnv
 
 from algos import get_algorithm
 from algos.base import Policy
+from envs.faults import close_broken, maybe_with_step_errors
 from envs.observations import packed_env
 from envs.registry import make_env, make_env_fn
 from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.roles.evaluator.config import EvaluatorConfig
 from joyrl_ray.seeding import derive_seed
+from joyrl_ray.wire.handles import first_line
+
+INJECTED_ERRORS_KEY = "eval_env_error_rate"  # of general_cfg.fault_injection
 
 
 class EvaluationInterrupted(RuntimeError):
@@ -49,6 +57,7 @@ class Evaluator:
         render_mode: str | None = None,
         stream: str = "eval",
         vector_mode: str = "sync",
+        env_error_rate: float = 0.0,
     ) -> None:
         self.make = lambda: packed_env(
             make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
@@ -62,6 +71,24 @@ class Evaluator:
         self.seed = seed
         self.stream = stream
         self.episodes_run = 0
+        self.env_error_rate = env_error_rate  # injected (fault_injection.eval_env_error_rate)
+        self.builds = 0  # envs built: each build draws its injected errors from its own seed
+        self.env = self._with_errors(self.env)  # the first env too
+
+    def _fault_seed(self) -> int | None:
+        """The seed of the next build's injected errors: a stream apart from the workers'."""
+        self.builds += 1
+        return derive_seed(self.seed, "faults", self.stream, self.builds)
+
+    def _with_errors(self, env: gym.Env) -> gym.Env:
+        (make,) = self._makes_with_errors(lambda: env, 1)
+        return make()
+
+    def _makes_with_errors(
+        self, make: Callable[[], gym.Env], n_envs: int
+    ) -> list[Callable[[], gym.Env]]:
+        rate, seed = self.env_error_rate, self._fault_seed()
+        return maybe_with_step_errors(make, rate, seed, n_envs, INJECTED_ERRORS_KEY)
 
     def _episode_seed(self) -> int:
         episode_seed = derive_seed(self.seed, self.stream, self.episodes_run)
@@ -90,66 +117,143 @@ class Evaluator:
                     on_step(self.env)
                 return total, length
 
-    def evaluate(
-        self, n_episodes: int, interrupted: threading.Event | None = None
-    ) -> dict[str, Any]:
+    def evaluate(self, n_episodes: int, interrupted: threading.Event | None = None) -> EvalEpisodes:
         """``n_episodes`` greedy episodes side by side, one env each, acting for all of them
         in one forward pass per step: the episodes (and seeds) of ``run_episode`` called
         ``n_episodes`` times, in a fraction of its time (an evaluation must keep up with
-        the checkpoints, or the one that solved the env may be skipped). Raises
+        the checkpoints, or the one that solved the env may be skipped). An episode whose
+        env raises is replaced (:class:`EvalEpisodes`). Raises
         :class:`EvaluationInterrupted` when ``interrupted`` is set meanwhile."""
+        episodes = EvalEpisodes(n_episodes)
         if self.vector_mode == "async":
-            return self._evaluate_in_subprocesses(n_episodes, interrupted)
-        while len(self.side_envs) < n_episodes - 1:
-            self.side_envs.append(self.make())
-        envs = [self.env, *self.side_envs][:n_episodes]
-        obs = [env.reset(seed=self._episode_seed())[0] for env in envs]
-        returns, lengths = [0.0] * len(envs), [0] * len(envs)
-        running = list(range(len(envs)))
-        while running:
-            _check(interrupted)
-            actions, _ = self.policy.act(
-                np.stack([obs[i] for i in running]), explore=False, env_steps=0
-            )
-            still_running = []
-            for i, action in zip(running, self.policy.env_action(actions), strict=True):
-                obs[i], reward, terminated, truncated, _ = envs[i].step(action)
-                returns[i] += float(reward)
-                lengths[i] += 1
-                if not (terminated or truncated):
-                    still_running.append(i)
-            running = still_running
-        return summarize_returns(returns, lengths)
+            while not episodes.ended:
+                self._run_in_subprocesses(episodes.to_start(0), episodes, interrupted)
+            return episodes
+        envs = self._sync_envs(n_episodes)
+        running: dict[int, _Running] = {}  # env index -> its episode
+        while not episodes.ended:
+            self._start_episodes(envs, running, episodes)
+            if running:
+                _check(interrupted)
+                self._step_in_turn(envs, running, episodes)
+        return episodes
 
-    def _evaluate_in_subprocesses(
-        self, n_episodes: int, interrupted: threading.Event | None
-    ) -> dict[str, Any]:
-        """:meth:`evaluate` with each episode's env stepping in a subprocess, all at once.
+    def _sync_envs(self, n: int) -> list[gym.Env]:
+        while len(self.side_envs) < n - 1:
+            self.side_envs.append(self._with_errors(self.make()))
+        return [self.env, *self.side_envs][:n]
+
+    def _start_episodes(
+        self, envs: list[gym.Env], running: dict[int, _Running], episodes: EvalEpisodes
+    ) -> None:
+        """Reset the idle envs, in order, while episodes are left to start."""
+        for i, env in enumerate(envs):
+            if episodes.ended:
+                return
+            if i in running or episodes.to_start(len(running)) <= 0:
+                continue
+            try:
+                running[i] = _Running(env.reset(seed=self._episode_seed())[0])
+            except Exception as exc:
+                self._env_failed(envs, i, episodes, exc, "reset")
+
+    def _step_in_turn(
+        self, envs: list[gym.Env], running: dict[int, _Running], episodes: EvalEpisodes
+    ) -> None:
+        """One step of every running episode; those that end or fail leave ``running``."""
+        actions, _ = self.policy.act(
+            np.stack([episode.obs for episode in running.values()]), explore=False, env_steps=0
+        )
+        for (i, episode), action in zip(
+            list(running.items()), self.policy.env_action(actions), strict=True
+        ):
+            if episodes.ended:  # past its error budget: the evaluation has failed
+                return
+            try:
+                episode.obs, reward, terminated, truncated, _ = envs[i].step(action)
+            except Exception as exc:
+                del running[i]
+                self._env_failed(envs, i, episodes, exc, "step")
+                continue
+            episode.ret += float(reward)
+            episode.length += 1
+            if terminated or truncated:
+                del running[i]
+                episodes.finish(episode.ret, episode.length)
+
+    def _env_failed(
+        self, envs: list[gym.Env], i: int, episodes: EvalEpisodes, exc: Exception, where: str
+    ) -> None:
+        """Count the error and the episode it drops; rebuild env ``i``."""
+        episodes.env_failed(exc, where, dropped=1)
+        close_broken(envs[i])
+        envs[i] = self._with_errors(self.make())
+        if i == 0:
+            self.env = envs[0]
+        else:
+            self.side_envs[i - 1] = envs[i]
+
+    def _run_in_subprocesses(
+        self, n_episodes: int, episodes: EvalEpisodes, interrupted: threading.Event | None
+    ) -> None:
+        """``n_episodes`` of :meth:`evaluate`, each env stepping in a subprocess, all at once.
 
         Envs whose episode ended are reset by the vector env and stepped on with the rest
-        (their steps are ignored): a vector step waits for the slowest env anyway.
+        (their steps are ignored): a vector step waits for the slowest env anyway. A
+        sub-env that raises breaks the vector env: the episodes still running in it are
+        dropped, and it is rebuilt next time.
         """
-        if self.vector_env is None or self.vector_env.num_envs != n_episodes:
+        envs = self._vector_env(n_episodes)
+        try:
+            self._play_in_vector_env(envs, episodes, interrupted)
+        except BaseException:  # an interrupted vector env is rebuilt next time too
+            self._drop_vector_env()
+            raise
+
+    def _vector_env(self, n_envs: int) -> VectorEnv:
+        if self.vector_env is None or self.vector_env.num_envs != n_envs:
             if self.vector_env is not None:
                 close_vector_env(self.vector_env)
-            self.vector_env = make_vector_env([self.make_in_subprocess] * n_episodes, "async")
-        envs = self.vector_env
-        try:
-            obs, _ = envs.reset(seed=[self._episode_seed() for _ in range(n_episodes)])
-            returns, lengths = np.zeros(n_episodes), np.zeros(n_episodes, dtype=np.int64)
-            running = np.ones(n_episodes, dtype=bool)
-            while running.any():
-                _check(interrupted)
-                actions, _ = self.policy.act(obs, explore=False, env_steps=0)
-                obs, rewards, terminated, truncated, _ = envs.step(self.policy.env_action(actions))
-                returns[running] += rewards[running]
-                lengths[running] += 1
-                running &= ~(terminated | truncated)
-        except BaseException:  # a broken or interrupted vector env is rebuilt next time
+            makes = self._makes_with_errors(self.make_in_subprocess, n_envs)
+            self.vector_env = make_vector_env(makes, "async")
+        return self.vector_env
+
+    def _drop_vector_env(self) -> None:
+        if self.vector_env is not None:
+            close_vector_env(self.vector_env, broken=True)
             self.vector_env = None
-            close_vector_env(envs, broken=True)
-            raise
-        return summarize_returns(returns.tolist(), lengths.tolist())
+
+    def _play_in_vector_env(
+        self, envs: VectorEnv, episodes: EvalEpisodes, interrupted: threading.Event | None
+    ) -> None:
+        n = envs.num_envs
+        running = np.ones(n, dtype=bool)
+        try:
+            obs, _ = envs.reset(seed=[self._episode_seed() for _ in range(n)])
+        except Exception as exc:
+            self._vector_env_failed(episodes, exc, "reset", n)
+            return
+        returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
+        while running.any():
+            _check(interrupted)
+            actions, _ = self.policy.act(obs, explore=False, env_steps=0)
+            try:
+                obs, rewards, terminated, truncated, _ = envs.step(self.policy.env_action(actions))
+            except Exception as exc:
+                self._vector_env_failed(episodes, exc, "step", int(running.sum()))
+                return
+            returns[running] += rewards[running]
+            lengths[running] += 1
+            ended = running & (terminated | truncated)
+            for j in np.flatnonzero(ended):
+                episodes.finish(float(returns[j]), int(lengths[j]))
+            running &= ~ended
+
+    def _vector_env_failed(
+        self, episodes: EvalEpisodes, exc: Exception, where: str, dropped: int
+    ) -> None:
+        episodes.env_failed(exc, where, dropped)
+        self._drop_vector_env()
 
     def close(self) -> None:
         for env in [self.env, *self.side_envs]:
@@ -165,12 +269,87 @@ def _check(interrupted: threading.Event | None) -> None:
 
 
 @dataclass
+class _Running:
+    """A running episode of a synchronous evaluation."""
+
+    obs: Any
+    ret: float = 0.0
+    length: int = 0
+
+
+@dataclass
+class EvalEpisodes:
+    """What an evaluation's episodes came to: the finished ones, those its env errors dropped.
+
+    Each env error drops the episodes running in the env that raised (one env, or every
+    sub-env of an async vector env) and fresh episodes run in their place: an evaluation
+    tolerates as many env errors as it has episodes (``wanted``), so the one that succeeds
+    has all its episodes. Past that it has failed (:attr:`error`): when most episodes fail,
+    those that finish are the short ones, and their mean says little.
+    """
+
+    wanted: int
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    failed: int = 0  # episodes dropped by env errors
+    env_errors: int = 0
+    last_error: str = ""
+
+    @property
+    def ended(self) -> bool:
+        return len(self.returns) >= self.wanted or self.env_errors > self.wanted
+
+    def to_start(self, running: int) -> int:
+        """Episodes still to start, besides ``running`` ones."""
+        return self.wanted - len(self.returns) - running
+
+    def finish(self, ret: float, length: int) -> None:
+        self.returns.append(ret)
+        self.lengths.append(length)
+
+    def env_failed(self, exc: Exception, where: str, dropped: int) -> None:
+        self.env_errors += 1
+        self.failed += dropped
+        self.last_error = f"evaluator: env {where} raised {first_line(exc)}"
+
+    @property
+    def error(self) -> str | None:
+        """Why the evaluation failed; None when it did not."""
+        if self.env_errors <= self.wanted:
+            return None
+        return (
+            f"{self.env_errors} env errors, more than the {self.wanted} an evaluation of "
+            f"{self.wanted} episodes tolerates ({len(self.returns)} episodes finished, "
+            f"{self.failed} dropped); the last: {self.last_error}"
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return summarize_returns(self.returns, self.lengths)
+
+
+@dataclass
 class EvalResult:
     """One online evaluation of the checkpoint written at ``updates``."""
 
     updates: int
     env_steps: int
-    returns: dict[str, Any]  # summarize_returns of its episodes
+    returns: dict[str, Any]  # summarize_returns of its finished episodes
+    episodes_failed: int = 0  # dropped by env errors (replaced, while the evaluation lasted)
+    env_errors: int = 0
+    last_env_error: str = ""
+    error: str | None = None  # why it failed (then it is no evaluation of the checkpoint)
+
+    @classmethod
+    def of(cls, updates: int, env_steps: int, episodes: EvalEpisodes) -> EvalResult:
+        return cls(
+            updates,
+            env_steps,
+            episodes.summary(),
+            episodes.failed,
+            episodes.env_errors,
+            episodes.last_error,
+            episodes.error,
+        )
 
 
 class OnlineEvaluator:
@@ -186,14 +365,15 @@ class OnlineEvaluator:
             seed=cfg.seed,
             max_step=cfg.max_step,
             vector_mode=cfg.env.vector_mode,
+            env_error_rate=cfg.env_error_rate,
         )
         self.episodes = cfg.episodes
         self.interrupted = threading.Event()
 
     def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:
         self.policy.set_weights(weights)
-        returns = self.evaluator.evaluate(self.episodes, self.interrupted)
-        return EvalResult(updates, env_steps, returns)
+        episodes = self.evaluator.evaluate(self.episodes, self.interrupted)
+        return EvalResult.of(updates, env_steps, episodes)
 
     def interrupt(self) -> None:
         """Make the evaluation running (and any later one) stop at its next step; safe to

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from envs.faults import with_step_errors
+from envs.faults import close_broken, maybe_with_step_errors
 from envs.registry import make_env_fn
 from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.roles.worker.config import WorkerConfig
@@ -38,11 +38,8 @@ class WorkerEnvs:
             close_vector_env(old, broken=True)
         cfg = self.cfg
         make = make_env_fn(cfg.env, max_episode_steps=cfg.max_step, worker_id=self.worker_id)
-        makes = [make] * self.n_envs
-        rate = cfg.fault_injection.env_error_rate
-        if rate > 0:
-            seed = derive_seed(cfg.seed, "faults", self.worker_id, self.error_count)
-            makes = with_step_errors(make, rate, seed, self.n_envs)
+        seed = derive_seed(cfg.seed, "faults", self.worker_id, self.error_count)
+        makes = maybe_with_step_errors(make, cfg.fault_injection.env_error_rate, seed, self.n_envs)
         return make_vector_env(makes, self.cfg.env.vector_mode)
 
     def reset(self, global_env_steps: int) -> np.ndarray:
@@ -62,10 +59,7 @@ class WorkerEnvs:
     def close_broken(self) -> bool:
         """Close the env that raised; False once it has failed again after each of the
         ``FAILED_REBUILDS_BEFORE_GIVING_UP`` rebuilds (then it is not rebuilt)."""
-        try:
-            self.vector.close()
-        except Exception:  # a broken env may fail to close too; it is replaced anyway
-            pass
+        close_broken(self.vector)
         self.failed_rebuilds += 1
         return self.failed_rebuilds <= FAILED_REBUILDS_BEFORE_GIVING_UP
 
