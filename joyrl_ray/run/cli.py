@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 EXIT_BAD_INPUT = 2
 
 
+def _shown(value: float) -> str:
+    """A return as people read it: 475.3, -152.0, and 0.978 (not 1.0) on small scales."""
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
+
+
 def print_result(result: RunResult) -> None:
     """The result line and the task directory (the last line), or what failed and how to resume."""
     summary = result.summary
@@ -28,11 +33,10 @@ def print_result(result: RunResult) -> None:
     )
     if summary.get("eval_history"):
         best = max(e["return_mean"] for e in summary["eval_history"])
-        line += (
-            f"; best eval return {best:.1f} (last {summary['eval_history'][-1]['return_mean']:.1f})"
-        )
+        last = summary["eval_history"][-1]["return_mean"]
+        line += f"; best eval return {_shown(best)} (last {_shown(last)})"
     if "return_mean" in summary:
-        line += f"; test return {summary['return_mean']:.1f} +- {summary['return_std']:.1f}"
+        line += f"; test return {_shown(summary['return_mean'])} +- {_shown(summary['return_std'])}"
     if summary.get("error"):
         print(f"error: {summary['error']}", file=sys.stderr)
     if summary.get("resume_command"):

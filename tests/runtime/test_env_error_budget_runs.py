@@ -1,8 +1,8 @@
 """The env-error budget in real runs (``python main.py`` on a local Ray, DQN on CartPole-v1,
 2 workers, seed 1, the shipped config otherwise): an env that fails on 1% of its steps
 learns to the end, its errors counted and logged, and is evaluated all the same (the
-evaluator's envs failing too); one that fails on every step stops the run at once with one
-line."""
+evaluator's envs failing too, on 0.1% of its steps; on 1% with the goal grid's short
+episodes); one that fails on every step stops the run at once with one line."""
 
 from __future__ import annotations
 
@@ -79,6 +79,31 @@ def test_dqn_cartpole_with_env_failing_on_1_percent_of_steps_solves_counting_eve
     assert summary["eval_env_errors"] > 0
     assert sum(e["episodes_failed"] for e in summary["eval_history"]) > 0
     assert "injected env error (fault_injection.eval_env_error_rate=0.001)" in log_text(task)
+
+
+@pytest.mark.slow
+def test_short_episodes_evaluate_and_solve_with_1_percent_of_the_evaluators_steps_failing(
+    tmp_path: Path,
+) -> None:
+    # The goal grid's episodes last a few steps, so at 1% nearly all of them finish and the
+    # few that fail are replaced: the evaluation of a solved policy completes.
+    done = run_main(
+        "--yaml",
+        str(ROOT / "configs" / "goalgrid_dqn.yaml"),
+        *CARTPOLE_DQN[2:],
+        "general_cfg.fault_injection.env_error_rate=0.01",
+        "general_cfg.fault_injection.eval_env_error_rate=0.01",
+        "general_cfg.online_eval_episode=50",
+        f"general_cfg.tasks_dir={tmp_path}",
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = summary_of(the_task(tmp_path))
+    assert summary["stop_reason"] == "reward_threshold", summary["eval_history"]
+    assert summary["eval_env_errors"] > 0 and summary["evals_failed"] == 0
+    finished = summary["eval_history"][-1]
+    assert finished["episodes"] == 50 and finished["return_mean"] >= 0.9
+    assert sum(e["episodes_failed"] for e in summary["eval_history"]) == summary["eval_env_errors"]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
