@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from joyrl_ray.batch import GENERATIONS, SLOTS, WEIGHTS, Batch
+from joyrl_ray.data.buffers.columns import FieldColumns, empty_column
 
 
 class ReplayBuffer:
     """A ring of ``capacity`` transitions stored column by column.
 
-    Columns are allocated from the first batch added (its keys, dtypes and per-row shapes).
+    Columns are allocated from the first batch added (its keys, dtypes and per-row shapes);
+    a column of packed (Dict, Tuple) observations is stored one array per field.
     Every slot carries a write count (``generation``), returned with each sample so that a
     priority written back after the slot was overwritten can be recognised and ignored.
     """
@@ -20,7 +22,7 @@ class ReplayBuffer:
             raise ValueError(f"buffer_size must be positive, got {capacity}")
         self.capacity = int(capacity)
         self.rng = np.random.default_rng(seed)
-        self.columns: Batch = {}
+        self.columns: dict[str, np.ndarray | FieldColumns] = {}
         self.generations = np.zeros(self.capacity, dtype=np.int64)
         self.cursor = 0
         self.size = 0
@@ -31,8 +33,7 @@ class ReplayBuffer:
 
     def _allocate(self, batch: Batch) -> None:
         for key, value in batch.items():
-            value = np.asarray(value)
-            self.columns[key] = np.zeros((self.capacity, *value.shape[1:]), dtype=value.dtype)
+            self.columns[key] = empty_column(self.capacity, np.asarray(value))
 
     def add(self, batch: Batch) -> np.ndarray:
         """Append a batch of rows; returns the slots written (oldest rows are overwritten)."""
