@@ -315,9 +315,14 @@ class Driver:
                 self._take_eval(result, checkpoint)
 
     def _eval_failed(self, updates: int, why: str) -> None:
-        """One line; the run goes on, and so do the next evaluations."""
+        """One line in the log; the run goes on, and so do the next evaluations. The first
+        failure is shown on the console too: a run whose evaluations all fail never stops at
+        its reward_threshold nor keeps a best model, and its user must hear why."""
         self.outcome.evals_failed += 1
-        self.recorder.log(f"evaluation at {updates} updates failed: {why}")
+        line = f"evaluation at {updates} updates failed: {why}"
+        self.recorder.log(line)
+        if self.outcome.evals_failed == 1:
+            self.recorder.note(f"warning: {line} (the run goes on; later failures: logs/log.txt)")
 
     def _take_eval(self, result: EvalResult, checkpoint: CheckpointReport) -> None:
         self.outcome.eval_env_errors += result.env_errors

@@ -16,7 +16,9 @@ from tests.support.runs import ROOT, make_cfg
 
 
 @pytest.mark.timeout(600)
-def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(ray_session, tmp_path) -> None:
+def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(
+    ray_session, tmp_path, capsys
+) -> None:
     # The runner as main.py calls it, on the session's Ray: this process is the driver, so
     # the evaluator is a thread of this process here.
     done = run(
@@ -45,4 +47,7 @@ def test_a_failing_evaluation_is_logged_and_the_ray_run_finishes(ray_session, tm
     over_budget = [line for line in failures if "failed: 11 env errors, more than the 10 " in line]
     assert len(over_budget) >= 5, failures
     assert summary["evals_failed"] == len(failures)
+    # The first failure is on the console too, once.
+    warnings = [line for line in capsys.readouterr().out.splitlines() if "failed" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: evaluation at "), warnings
     assert summary["eval_env_errors"] == 11 * len(over_budget)
