@@ -77,10 +77,6 @@ UPLOAD_EXCLUDES = [
 TEARDOWN_TIMEOUT_S = 60.0
 
 
-
-
-
-
 @dataclass
 class _Session:
     """What :func:`connect` joined, for the run's "cluster:" line."""
@@ -96,30 +92,10 @@ def joined_cluster() -> str | None:
     return _SESSION.joined
 
 
-
-
-
-
-
-
-
-
 # ----- token authentication (documented env vars and file) -----
 
 
-
-
 # ----- probing -----
-
-
-
-
-
-
-
-
-
-
 
 
 def job_notes(tasks_dir: str) -> list[str]:
@@ -131,6 +107,12 @@ def job_notes(tasks_dir: str) -> list[str]:
         "in the job's working_dir copy on the head node, which Ray may delete once the job "
         "has ended; set general_cfg.tasks_dir to an absolute path to keep it"
     ]
+
+
+#: A Ray Client attach asks the head's proxy to start a server process for this driver; on a
+#: busy head that start can fail once and succeed when asked again (the error names it).
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"
+CLIENT_SERVER_RETRIES, CLIENT_SERVER_RETRY_S = 2, 2.0
 
 
 def connect(address: str | None, *, num_cpus: int | None = None) -> str:
@@ -161,11 +143,17 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     runtime_env = None
     if not in_ray_job():
         runtime_env = {"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES}
-    try:
-        ray.init(address=hostport, runtime_env=runtime_env, **common)
-    except Exception as exc:  # refused, version mismatches, runtime_env upload failures, ...
-        hint = refused_hint(mode) if isinstance(exc, ConnectionError) else ""
-        raise ClusterError(f"{label}: cannot attach ({one_line(exc)}){hint}") from None
+    for attempt in range(CLIENT_SERVER_RETRIES + 1):
+        try:
+            ray.init(address=hostport, runtime_env=runtime_env, **common)
+            break
+        except Exception as exc:  # refused, version mismatches, runtime_env failures, ...
+            if attempt < CLIENT_SERVER_RETRIES and CLIENT_SERVER_FAILED in str(exc):
+                ray.shutdown()  # the half-made client connection
+                time.sleep(CLIENT_SERVER_RETRY_S)
+                continue
+            hint = refused_hint(mode) if isinstance(exc, ConnectionError) else ""
+            raise ClusterError(f"{label}: cannot attach ({one_line(exc)}){hint}") from None
     via = "" if target.source == "general_cfg.ray_address" else f" (from {target.source})"
     _SESSION.joined = f"{hostport}{via}"
     return "attached"
