@@ -57,7 +57,10 @@ class LeafInput:
 def _encode(values: np.ndarray, space: gym.Space, device: torch.device) -> torch.Tensor:
     """One leaf's values ``[*lead, *leaf shape]`` as floats ``[*lead, width]``."""
     lead = values.shape[: values.ndim - len(space.shape or ())]
-    tensor = torch.as_tensor(np.ascontiguousarray(values), device=device)
+    # A copy with strides of its own: a field of a packed row keeps the row's stride, which
+    # torch refuses when it is not a multiple of the field's item size, and
+    # ascontiguousarray passes a single row through as it is.
+    tensor = torch.as_tensor(values.copy(order="C"), device=device)
     sizes = _one_hot_sizes(space)
     if sizes is None:
         return tensor.reshape(*lead, -1).float()
