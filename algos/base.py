@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.observations import ObservationInput
+from algos.observations import ObservationInput, to_tensor  # noqa: F401 (algorithms import it here)
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
 from joyrl_ray.data_needs import DataNeeds
@@ -263,16 +263,6 @@ class Algorithm(ABC):
             else:
                 value.load_state_dict(state[name])
         self.updates = int(state["updates"])
-
-
-def to_tensor(
-    array: np.ndarray, device: torch.device, dtype: torch.dtype | None = None
-) -> torch.Tensor:
-    """Numpy to torch without a copy where possible (read-only arrays, e.g. Ray's, are copied)."""
-    if isinstance(array, np.ndarray) and not array.flags.writeable:
-        array = array.copy()
-    tensor = torch.as_tensor(array, device=device)
-    return tensor.to(dtype) if dtype is not None else tensor
 
 
 #: Devices with torch's fused Adam kernel: one kernel for every parameter, where the default

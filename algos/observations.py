@@ -26,6 +26,16 @@ from torch import nn
 from envs.observations import Leaf, is_nested, leaves
 
 
+def to_tensor(
+    array: np.ndarray, device: torch.device, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """Numpy to torch without a copy where possible (read-only arrays, e.g. Ray's, are copied)."""
+    if isinstance(array, np.ndarray) and not array.flags.writeable:
+        array = array.copy()
+    tensor = torch.as_tensor(array, device=device)
+    return tensor.to(dtype) if dtype is not None else tensor
+
+
 def _one_hot_sizes(space: gym.Space) -> list[int] | None:
     """Category counts of a Discrete / MultiDiscrete space (None for any other)."""
     if isinstance(space, spaces.Discrete):
@@ -48,26 +58,32 @@ class LeafInput:
     start: int
     width: int
     one_hot: list[int] | None  # category counts, for Discrete / MultiDiscrete leaves
+    first: np.ndarray  # each component's first category (its ``start``), for one-hot
+
+    @classmethod
+    def of(cls, leaf: Leaf, start: int) -> LeafInput:
+        sizes = _one_hot_sizes(leaf.space)
+        width = sum(sizes) if sizes is not None else int(np.prod(leaf.space.shape))
+        first = np.asarray(getattr(leaf.space, "start", 0), dtype=np.int64).ravel()
+        return cls(leaf, start, width, sizes, first)
 
     @property
     def stop(self) -> int:
         return self.start + self.width
 
-
-def _encode(values: np.ndarray, space: gym.Space, device: torch.device) -> torch.Tensor:
-    """One leaf's values ``[*lead, *leaf shape]`` as floats ``[*lead, width]``."""
-    lead = values.shape[: values.ndim - len(space.shape or ())]
-    # A copy with strides of its own: a field of a packed row keeps the row's stride, which
-    # torch refuses when it is not a multiple of the field's item size, and
-    # ascontiguousarray passes a single row through as it is.
-    tensor = torch.as_tensor(values.copy(order="C"), device=device)
-    sizes = _one_hot_sizes(space)
-    if sizes is None:
-        return tensor.reshape(*lead, -1).float()
-    start = np.asarray(space.start).ravel() if hasattr(space, "start") else np.zeros(1)
-    index = tensor.reshape(*lead, len(sizes)).long() - torch.as_tensor(start, device=device)
-    parts = [F.one_hot(index[..., i], n) for i, n in enumerate(sizes)]
-    return torch.cat(parts, dim=-1).float()
+    def encode(self, values: np.ndarray, device: torch.device) -> torch.Tensor:
+        """This leaf's values ``[*lead, *leaf shape]`` as floats ``[*lead, width]``."""
+        lead = values.shape[: values.ndim - len(self.leaf.space.shape or ())]
+        # A copy with strides of its own: a field of a packed row keeps the row's stride,
+        # which torch refuses when it is not a multiple of the field's item size, and
+        # ascontiguousarray passes a single row through as it is.
+        tensor = torch.as_tensor(values.copy(order="C"), device=device)
+        if self.one_hot is None:
+            return tensor.reshape(*lead, -1).float()
+        first = torch.as_tensor(self.first, device=device)
+        index = tensor.reshape(*lead, len(self.one_hot)).long() - first
+        parts = [F.one_hot(index[..., i], n) for i, n in enumerate(self.one_hot)]
+        return torch.cat(parts, dim=-1).float()
 
 
 class ObservationInput:
@@ -78,12 +94,10 @@ class ObservationInput:
         self.nested = is_nested(space)
         self.leaves: list[LeafInput] = []
         start = 0
-        for leaf in leaves(space):
-            sizes = _one_hot_sizes(leaf.space)
-            width = sum(sizes) if sizes is not None else int(np.prod(leaf.space.shape))
-            self.leaves.append(LeafInput(leaf, start, width, sizes))
-            start += width
-        self.encoded = self.nested or _one_hot_sizes(space) is not None
+        for leaf in leaves(space):  # a plain space is one leaf
+            self.leaves.append(LeafInput.of(leaf, start))
+            start = self.leaves[-1].stop
+        self.encoded = self.nested or self.leaves[0].one_hot is not None
         #: Shape of one row of the network's input.
         self.shape: tuple[int, ...] = (start,) if self.encoded else tuple(space.shape or ())
 
@@ -96,14 +110,10 @@ class ObservationInput:
     ) -> torch.Tensor:
         """The network input for ``obs`` (``[*lead, ...]``, packed when nested)."""
         if not self.encoded:
-            if isinstance(obs, np.ndarray) and not obs.flags.writeable:
-                obs = obs.copy()  # read-only arrays (Ray's) cannot back a tensor
-            tensor = torch.as_tensor(obs, device=device)
-            return tensor.to(dtype) if dtype is not None else tensor
+            return to_tensor(obs, device, dtype)
         if not self.nested:
-            return _encode(np.asarray(obs), self.space, device)
-        parts = [_encode(obs[leaf.leaf.name], leaf.leaf.space, device) for leaf in self.leaves]
-        return torch.cat(parts, dim=-1)
+            return self.leaves[0].encode(np.asarray(obs), device)
+        return torch.cat([leaf.encode(obs[leaf.leaf.name], device) for leaf in self.leaves], -1)
 
 
 class MultiInputEncoder(nn.Module):

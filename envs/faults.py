@@ -42,25 +42,17 @@ def with_step_errors(
     n_envs: int,
     key: str = "env_error_rate",
 ) -> list[Callable[[], gym.Env]]:
-    """``n_envs`` copies of ``make`` whose envs fail at ``rate`` per step.
+    """``n_envs`` copies of ``make`` whose envs fail at ``rate`` per step (plain copies when
+    ``rate`` is 0).
 
     Each env's draws are seeded here, in the caller: an async vector env builds its envs in
     subprocesses, each from its own copy of the thunk, where a shared generator would give
     them all the same draws.
     """
+    if rate <= 0:
+        return [make] * n_envs
     seeds = np.random.default_rng(seed).integers(2**31, size=n_envs).tolist()
     return [_with_errors(make, rate, int(s), key) for s in seeds]
-
-
-def maybe_with_step_errors(
-    make: Callable[[], gym.Env],
-    rate: float,
-    seed: int | None,
-    n_envs: int,
-    key: str = "env_error_rate",
-) -> list[Callable[[], gym.Env]]:
-    """:func:`with_step_errors`, or ``n_envs`` plain copies of ``make`` when ``rate`` is 0."""
-    return with_step_errors(make, rate, seed, n_envs, key) if rate > 0 else [make] * n_envs
 
 
 def close_broken(env: gym.Env | VectorEnv) -> None:

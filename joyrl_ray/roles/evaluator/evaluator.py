@@ -29,7 +29,7 @@ from gymnasium.vector import VectorEnv
 
 from algos import get_algorithm
 from algos.base import Policy
-from envs.faults import close_broken, maybe_with_step_errors
+from envs.faults import close_broken, with_step_errors
 from envs.observations import packed_env
 from envs.registry import make_env, make_env_fn
 from envs.vector import close_vector_env, make_vector_env
@@ -88,7 +88,7 @@ class Evaluator:
         self, make: Callable[[], gym.Env], n_envs: int
     ) -> list[Callable[[], gym.Env]]:
         rate, seed = self.env_error_rate, self._fault_seed()
-        return maybe_with_step_errors(make, rate, seed, n_envs, INJECTED_ERRORS_KEY)
+        return with_step_errors(make, rate, seed, n_envs, INJECTED_ERRORS_KEY)
 
     def _episode_seed(self) -> int:
         episode_seed = derive_seed(self.seed, self.stream, self.episodes_run)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from envs.faults import close_broken, maybe_with_step_errors
+from envs.faults import close_broken, with_step_errors
 from envs.registry import make_env_fn
 from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.roles.worker.config import WorkerConfig
@@ -39,7 +39,7 @@ class WorkerEnvs:
         cfg = self.cfg
         make = make_env_fn(cfg.env, max_episode_steps=cfg.max_step, worker_id=self.worker_id)
         seed = derive_seed(cfg.seed, "faults", self.worker_id, self.error_count)
-        makes = maybe_with_step_errors(make, cfg.fault_injection.env_error_rate, seed, self.n_envs)
+        makes = with_step_errors(make, cfg.fault_injection.env_error_rate, seed, self.n_envs)
         return make_vector_env(makes, self.cfg.env.vector_mode)
 
     def reset(self, global_env_steps: int) -> np.ndarray:
