@@ -223,13 +223,13 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
 
     ranks = rank_pair.ranks
     try:
-        address = ray.get(ranks[0].address.remote(), timeout=60)
+        address = ray.get(ranks[0].address.remote(), timeout=RUN_TIMEOUT_S)
         shares = [halves(b, axis=1 if on_policy else 0) for b in batches]
         calls = [
             rank.learn.remote(cfg, address, r, 2, [share[r] for share in shares])
             for r, rank in enumerate(ranks)
         ]
-        (got0, sync0), (got1, sync1) = ray.get(calls, timeout=120)
+        (got0, sync0), (got1, sync1) = ray.get(calls, timeout=RUN_TIMEOUT_S)
     except BaseException:
         rank_pair.renew()
         raise
