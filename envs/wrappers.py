@@ -17,6 +17,7 @@ import numpy as np
 
 from envs.errors import EnvSpecError
 from envs.latency import StepLatency, step_latency_of
+from envs.memory import mask_velocity
 
 
 def _atari_preprocessing(env: gym.Env, env_cfg: Any) -> gym.Env:
@@ -77,6 +78,7 @@ WRAPPERS: dict[str, Callable[[gym.Env, Any], gym.Env]] = {
     "channels_first": _channels_first,
     "flatten": _flatten,
     "step_latency": _step_latency,
+    "mask_velocity": mask_velocity,
 }
 # Wrappers that read the raw env (AtariPreprocessing grabs frames from the emulator itself,
 # ignoring observations from any wrapper below it), so they must be listed first.

@@ -396,6 +396,12 @@ CASES = [
         r"env_cfg\.id='CartPole-v1'.*gravity",
         r"does not take these env_cfg\.kwargs",
     ),
+    Case(
+        "mask_velocity_on_an_env_it_does_not_know",
+        fixed("env_cfg.id=Taxi-v4", "env_cfg.wrappers=[mask_velocity]"),
+        r"env_cfg\.wrappers: mask_velocity .*\bTaxi-v4\b",
+        r"supported ids .*CartPole-v1.*Pendulum-v1",
+    ),
 ]
 
 # Checked before Ray starts, against the process's own Ray: run as a subprocess (a run in
