@@ -13,7 +13,8 @@ an update-to-data ratio (off-policy) or rollouts of a fixed length (on-policy).
 
 Columns (``joyrl_ray.batch``) a worker produces for every step (first axis = batch, or
 ``[time, env]`` on-policy): ``obs``, ``actions``, ``rewards``, ``next_obs``,
-``terminated``, ``truncated`` plus the extras returned by :meth:`Policy.act`. Off-policy
+``terminated``, ``truncated`` plus the extras returned by :meth:`Policy.act` (a recurrent
+policy's ``memory``: the state each step was acted from). Off-policy
 batches are n-step folded by the worker: ``rewards`` is the discounted n-step sum and
 ``discounts`` is ``gamma**k`` (0 after a terminal state), so every target is
 ``rewards + discounts * V(next_obs)``. Sampled batches also carry ``weights``
@@ -112,6 +113,18 @@ class Policy(ABC):
     def env_action(self, actions: np.ndarray) -> np.ndarray:
         """Map stored actions to what the env accepts (e.g. clip a Gaussian sample)."""
         return actions
+
+    # ----- memory (recurrent policies keep one per row of the batch they act for) -----
+    def reset_memory(self, n_envs: int) -> None:
+        """A fresh batch of ``n_envs`` episodes starts: forget everything. Whoever acts calls
+        it when it (re)builds or resets all its envs; a feed-forward policy has nothing to
+        forget."""
+        return None
+
+    def episodes_ended(self, done: np.ndarray) -> None:
+        """The episodes of the rows where ``done`` is true ended: each row's next act starts
+        a new episode (called after every step, with terminated | truncated)."""
+        return None
 
     def exploration_stats(self, env_steps: int) -> dict[str, float]:
         """Scalars describing exploration at ``env_steps`` (e.g. epsilon), for logs."""

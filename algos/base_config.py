@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from algos.layers import check_recurrent_layers
 from joyrl_ray.data_needs import ReplayNeeds, RolloutNeeds
 
 BUFFER_TYPES = ("REPLAY_QUE", "PER")
@@ -85,7 +86,11 @@ class OffPolicyConfig:
             per_eps=self.per_eps,
         )
 
+    #: The layer lists that may hold a recurrent layer (lstm, gru): none, off-policy.
+    recurrent_layers: ClassVar[tuple[str, ...]] = ()
+
     def check(self) -> None:
+        check_recurrent_layers(self, self.recurrent_layers)
         one_of(self, "buffer_type", BUFFER_TYPES)
         for key in ("batch_size", "buffer_size", "n_step", "per_beta_samples"):
             in_range(self, key, 1)
@@ -111,6 +116,10 @@ class OnPolicyConfig:
     def data_needs(self) -> RolloutNeeds:
         return RolloutNeeds(rollout_len=self.rollout_len, gamma=self.gamma)
 
+    #: The layer lists that may hold a recurrent layer (lstm, gru), learnt on sequences.
+    recurrent_layers: ClassVar[tuple[str, ...]] = ()
+
     def check(self) -> None:
+        check_recurrent_layers(self, self.recurrent_layers)
         in_range(self, "rollout_len", 1)
         in_range(self, "gamma", 0, 1)

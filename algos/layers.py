@@ -11,13 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-LAYER_TYPES = ("linear", "conv2d")
+#: Recurrent layers: one per network at most, acting on the features of the layers before it,
+#: step by step, with a state carried across an episode (see :mod:`algos.recurrent`).
+RECURRENT_TYPES = ("lstm", "gru")
+LAYER_TYPES = ("linear", "conv2d", *RECURRENT_TYPES)
 ACTIVATION_NAMES = ("relu", "tanh", "sigmoid", "leakyrelu", "elu", "none")
 
 
 @dataclass
 class LayerConfig:
-    """One hidden layer. ``layer_dim`` is ``[units]`` for linear, ``[out_channels]`` for conv2d."""
+    """One hidden layer. ``layer_dim`` is ``[units]`` for linear, ``[out_channels]`` for conv2d,
+    ``[hidden_size]`` for lstm and gru (their activation applies to the output, usually none)."""
 
     layer_type: str = "linear"
     layer_dim: list[int] = field(default_factory=lambda: [256])
@@ -56,4 +60,38 @@ def validate_layers(layers: Sequence[Any], key: str) -> None:
             raise ValueError(
                 f"{key}[{i}].activation={activation!r} is not known; "
                 f"allowed: {', '.join(ACTIVATION_NAMES)}"
+            )
+
+
+def recurrent_index(layers: Sequence[Any]) -> int | None:
+    """Where the network's recurrent layer sits in ``layers`` (None: a feed-forward network)."""
+    for i, layer in enumerate(layers):
+        if str(layer_field(layer, "layer_type")).lower() in RECURRENT_TYPES:
+            return i
+    return None
+
+
+def check_recurrent_layers(cfg: Any, allowed: Sequence[str]) -> None:
+    """Raise ValueError for a recurrent layer outside the layer lists of ``allowed``, or more
+    than one in a list: the algorithm has no sequence learning for the others."""
+    for key, layers in vars(cfg).items():
+        if not key.endswith("_layers") or not layers:
+            continue
+        found = [
+            i
+            for i, layer in enumerate(layers)
+            if str(layer_field(layer, "layer_type")).lower() in RECURRENT_TYPES
+        ]
+        if not found:
+            continue
+        where = f"algo_cfg.{key}[{found[0]}].layer_type"
+        if key not in allowed:
+            lists = ", ".join(f"algo_cfg.{k}" for k in allowed) or "none of its layer lists"
+            raise ValueError(
+                f"{where}: this algorithm learns no recurrent layers here; it takes lstm / gru "
+                f"in: {lists}"
+            )
+        if len(found) > 1:
+            raise ValueError(
+                f"algo_cfg.{key} has {len(found)} recurrent layers; allowed: one lstm or gru"
             )

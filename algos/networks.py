@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from algos.layers import ACTIVATION_NAMES, layer_field
+from algos.layers import ACTIVATION_NAMES, RECURRENT_TYPES, layer_field
 from algos.observations import MultiInputEncoder, ObservationInput, network_input_shape
 
 ACTIVATIONS: dict[str, type[nn.Module] | None] = {
@@ -37,25 +37,35 @@ class ScaleImage(nn.Module):
         return x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
 
 
-def build_network(
-    layers: Sequence[Any], inputs: ObservationInput | Sequence[int], out_dim: int | None
-) -> nn.Sequential:
-    """Stack the configured layers on ``inputs`` (an observation space's input, or a plain
-    shape); add a linear head of ``out_dim``. On a nested space with image leaves the conv
-    layers go to each image leaf (:class:`MultiInputEncoder`), the rest on what all give."""
+def build_body(
+    layers: Sequence[Any], inputs: ObservationInput | Sequence[int]
+) -> tuple[nn.Sequential, int]:
+    """The configured layers on ``inputs`` (an observation space's input, or a plain shape),
+    without a head, and the width of what they give. On a nested space with image leaves
+    the conv layers go to each image leaf (:class:`MultiInputEncoder`), the rest on what
+    all give."""
     if isinstance(inputs, ObservationInput) and inputs.image_leaves:
         n_conv = _leading_convs(layers)
         convs, rest = layers[:n_conv], layers[n_conv:]
 
         def image_stack(chw: tuple[int, ...]) -> tuple[nn.Module, int]:
-            modules, shape = _stack(convs, chw)
+            modules, shape = stack_layers(convs, chw)
             return nn.Sequential(*modules), shape[0]
 
         encoder = MultiInputEncoder(inputs, image_stack)
-        modules, shape = _stack(rest, (encoder.width,))
-        return nn.Sequential(encoder, *modules, *_head(shape, out_dim))
-    modules, shape = _stack(layers, network_input_shape(inputs))
-    return nn.Sequential(ScaleImage(), *modules, *_head(shape, out_dim))
+        modules, shape = stack_layers(rest, (encoder.width,))
+        return nn.Sequential(encoder, *modules), shape[0]
+    modules, shape = stack_layers(layers, network_input_shape(inputs))
+    return nn.Sequential(ScaleImage(), *modules), shape[0]
+
+
+def build_network(
+    layers: Sequence[Any], inputs: ObservationInput | Sequence[int], out_dim: int | None
+) -> nn.Sequential:
+    """Stack the configured layers on ``inputs`` (:func:`build_body`); add a linear head of
+    ``out_dim``."""
+    body, width = build_body(layers, inputs)
+    return nn.Sequential(*body, *head_layers((width,), out_dim))
 
 
 def _leading_convs(layers: Sequence[Any]) -> int:
@@ -63,11 +73,11 @@ def _leading_convs(layers: Sequence[Any]) -> int:
     return next((i for i, t in enumerate(types) if t != "conv2d"), len(types))
 
 
-def _head(shape: tuple[int, ...], out_dim: int | None) -> list[nn.Module]:
+def head_layers(shape: tuple[int, ...], out_dim: int | None) -> list[nn.Module]:
     return [] if out_dim is None else [nn.Linear(shape[0], out_dim)]
 
 
-def _stack(
+def stack_layers(
     layers: Sequence[Any], in_shape: Sequence[int]
 ) -> tuple[list[nn.Module], tuple[int, ...]]:
     """The modules of ``layers`` on an input of ``in_shape``, flattened at the end, and the
@@ -79,6 +89,8 @@ def _stack(
         layer_type = str(layer_field(layer, "layer_type")).lower()
         dim = layer_field(layer, "layer_dim")
         width = int(dim[0] if isinstance(dim, (list, tuple)) or hasattr(dim, "__len__") else dim)
+        if layer_type in RECURRENT_TYPES:
+            raise ValueError(f"a {layer_type} layer needs a recurrent network (algos.recurrent)")
         if layer_type == "conv2d":
             if flat:
                 raise ValueError(

@@ -4,11 +4,13 @@ Each case runs joyrl-ray's best shipped config for it and SB3 with RL Zoo's hype
 for the same env, seeds 1-3, one after the other (seeds interleaved, so both sides see the
 same machine load). Both evaluate the same way: 10 deterministic (greedy) episodes every
 ~2k env steps, and stop at the first evaluation whose mean return reaches the threshold
-(CartPole-v1: 475; LunarLander-v3: 200). The figure is the whole process, start to exit:
-imports, Ray's start and stop (ours), the subprocess envs' start (SB3's SubprocVecEnv).
+(CartPole-v1, with or without its velocities: 475; LunarLander-v3: 200). The figure is the
+whole process, start to exit: imports, Ray's start and stop (ours), the subprocess envs'
+start (SB3's SubprocVecEnv).
 
     pip install -r requirements-bench.txt
-    python benchmarks/vs_peers.py                  # cartpole_ppo, cartpole_dqn, slow_cartpole_ppo
+    python benchmarks/vs_peers.py                  # all but the LunarLander cases
+    python benchmarks/vs_peers.py --cases cartpole_novel   # recurrent PPO (needs sb3-contrib)
     python benchmarks/vs_peers.py --cases slow_cartpole_ppo --seeds 1
     python benchmarks/vs_peers.py --long           # and LunarLander-v3, DQN and PPO (box2d)
 
@@ -23,6 +25,14 @@ Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters, benchmarks/
   CartPole, its best case (``sb3_plain_eval_s``). The same seeds also run
   configs/slow_cartpole_ppo.yaml, the Ray layout (2 workers x 4 async envs, evaluating
   beside learning): ``ours_ray_s`` and its ratios.
+- ``cartpole_novel``: CartPole without its velocities (``mask_velocity``: cart and pole
+  positions only, RL Zoo's CartPoleNoVel-v1), which needs memory:
+  configs/cartpole_novel_ppo_lstm.yaml (PPO with an LSTM, Ray, 2 workers x 4 envs) vs
+  sb3-contrib's RecurrentPPO with RL Zoo's ppo_lstm settings (DummyVecEnv(8),
+  VecNormalize on observations and rewards; evaluation on the masked env, its
+  normalization synced from training and frozen). Budgets: ours 150k env steps, SB3
+  100k (RL Zoo's n_timesteps). Without sb3-contrib the case prints one line saying what
+  to install (``{"skipped": ...}`` in the JSON) and the other cases run.
 - ``lunarlander_dqn`` / ``lunarlander_ppo`` (``--long``): configs/lunarlander_*.yaml vs RL
   Zoo's LunarLander settings, to 200.
 
@@ -37,6 +47,7 @@ solved on both sides).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -44,6 +55,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +79,12 @@ CASES: dict[str, dict[str, Any]] = {
         "sb3": "ppo_cartpole",
         "slow": True,
     },
+    "cartpole_novel": {
+        "ours": "cartpole_novel_ppo_lstm",
+        "sb3": "ppo_lstm_cartpole_novel",
+        "slow": False,
+        "needs": "sb3-contrib",  # RecurrentPPO
+    },
 }
 LONG_CASES: dict[str, dict[str, Any]] = {
     "lunarlander_dqn": {"ours": "lunarlander_dqn", "sb3": "dqn_lunarlander", "slow": False},
@@ -76,6 +95,15 @@ THRESHOLD = {"cartpole": 475.0, "lunarlander": 200.0}
 
 def threshold_of(case: str) -> float:
     return THRESHOLD["lunarlander" if "lunarlander" in case else "cartpole"]
+
+
+def missing_extra(case: str) -> str | None:
+    """The package ``case``'s peer needs beyond stable-baselines3 (``needs``), if it is not
+    installed; None when there is nothing to install."""
+    package = (LONG_CASES | CASES)[case].get("needs")
+    if package is None or importlib.util.find_spec(package.replace("-", "_")) is not None:
+        return None
+    return package
 
 
 # ----- SB3, in a process of its own (python benchmarks/vs_peers.py --sb3 ...) -----
@@ -93,39 +121,116 @@ def _schedule(value: Any) -> Any:
     return value
 
 
-def sb3_settings(name: str) -> tuple[str, str, int, int, dict[str, Any]]:
-    """(algorithm, env id, n_envs, budget in env steps, kwargs): RL Zoo's hyperparameters."""
+def _policy_kwargs(value: dict[str, Any]) -> dict[str, Any]:
+    """RL Zoo's ``policy_kwargs`` with ``activation_fn`` named in the yaml (``ReLU``) as
+    the ``torch.nn`` class it names (RL Zoo writes ``nn.ReLU``)."""
+    if "activation_fn" not in value:
+        return value
+    import torch
+
+    return {**value, "activation_fn": getattr(torch.nn, value["activation_fn"])}
+
+
+def _kwarg(key: str, value: Any) -> Any:
+    return _policy_kwargs(value) if key == "policy_kwargs" else _schedule(value)
+
+
+@dataclass(frozen=True)
+class Sb3Setting:
+    """One setting of benchmarks/sb3_zoo.yaml, ready for SB3."""
+
+    algo: str  # PPO, DQN (stable-baselines3) or RecurrentPPO (sb3-contrib)
+    env_id: str
+    n_envs: int
+    budget: int  # env steps
+    kwargs: dict[str, Any]  # the model's keyword arguments
+    policy: str = "MlpPolicy"
+    wrappers: tuple[str, ...] = ()  # names from envs.wrappers.WRAPPERS, in order
+    normalize: bool = False  # VecNormalize on observations and rewards, as RL Zoo's ``normalize``
+
+
+def sb3_settings(name: str) -> Sb3Setting:
+    """RL Zoo's hyperparameters for the setting ``name`` of benchmarks/sb3_zoo.yaml."""
     import yaml
 
     settings = yaml.safe_load(SB3_ZOO.read_text())
     if name not in settings:
         raise ValueError(f"unknown SB3 setting {name!r}")
     zoo = settings[name]
-    kwargs = {key: _schedule(value) for key, value in zoo["kwargs"].items()}
-    return zoo["algo"], zoo["env_id"], zoo["n_envs"], zoo["budget"], kwargs
+    return Sb3Setting(
+        algo=zoo["algo"],
+        env_id=zoo["env_id"],
+        n_envs=zoo["n_envs"],
+        budget=zoo["budget"],
+        kwargs={key: _kwarg(key, value) for key, value in zoo["kwargs"].items()},
+        policy=zoo.get("policy", "MlpPolicy"),
+        wrappers=tuple(zoo.get("wrappers", ())),
+        normalize=bool(zoo.get("normalize", False)),
+    )
 
 
-def run_sb3(name: str, seed: int, slow: bool, slow_eval: bool, threshold: float) -> None:
-    """Train until an evaluation reaches ``threshold``; prints one JSON line."""
-    import gymnasium as gym
+def sb3_model_class(algo: str) -> type:
+    """The SB3 class of ``algo``; RecurrentPPO comes from sb3-contrib."""
+    if algo == "RecurrentPPO":
+        from sb3_contrib import RecurrentPPO
+
+        return RecurrentPPO
     from stable_baselines3 import DQN, PPO
+
+    return {"PPO": PPO, "DQN": DQN}[algo]
+
+
+def sb3_wrapper(setting: Sb3Setting, latency: bool) -> Callable[[Any], Any]:
+    """Wraps one env as the setting says (our ``env_cfg.wrappers``: ``mask_velocity`` makes
+    CartPole-v1 into RL Zoo's CartPoleNoVel-v1), then with 2 ms per step if ``latency``."""
+    from envs.config import EnvConfig
+    from envs.latency import StepLatency
+    from envs.wrappers import WRAPPERS
+
+    env_cfg = EnvConfig(id=setting.env_id, wrappers=list(setting.wrappers))
+
+    def wrap(env: Any) -> Any:
+        for name in setting.wrappers:
+            env = WRAPPERS[name](env, env_cfg)
+        return StepLatency(env, SLOW_STEP_S) if latency else env
+
+    return wrap
+
+
+def normalized(env: Any, eval_env: Any, gamma: float) -> tuple[Any, Any]:
+    """RL Zoo's ``normalize: true``: observations and rewards normalized with the algorithm's
+    gamma; the evaluation env normalizes observations only and does not update the
+    statistics (EvalCallback copies the training env's before each evaluation)."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    eval_env = VecNormalize(eval_env, gamma=gamma, training=False, norm_reward=False)
+    return VecNormalize(env, gamma=gamma), eval_env
+
+
+def run_sb3(
+    name: str, seed: int, slow: bool, slow_eval: bool, threshold: float, budget: int | None
+) -> None:
+    """Train until an evaluation reaches ``threshold``; prints one JSON line. ``budget``:
+    env steps instead of the setting's (a quick check of one side alone:
+    ``vs_peers.py --sb3 <setting> --seed 1 --threshold 475 --budget 2304``)."""
     from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from envs.latency import StepLatency
-
-    algo, env_id, n_envs, budget, kwargs = sb3_settings(name)
-
-    def wrapper(env: gym.Env) -> gym.Env:
-        return StepLatency(env, SLOW_STEP_S) if slow else env
-
-    def eval_wrapper(env: gym.Env) -> gym.Env:
-        return StepLatency(env, SLOW_STEP_S) if slow and slow_eval else env
-
+    setting = sb3_settings(name)
+    n_envs = setting.n_envs
     vec_cls = SubprocVecEnv if slow else DummyVecEnv
-    env = make_vec_env(env_id, n_envs, seed=seed, wrapper_class=wrapper, vec_env_cls=vec_cls)
-    eval_env = make_vec_env(env_id, 1, seed=seed + 1000, wrapper_class=eval_wrapper)
+    env = make_vec_env(
+        setting.env_id,
+        n_envs,
+        seed=seed,
+        wrapper_class=sb3_wrapper(setting, slow),
+        vec_env_cls=vec_cls,
+    )
+    eval_wrapper = sb3_wrapper(setting, slow and slow_eval)
+    eval_env = make_vec_env(setting.env_id, 1, seed=seed + 1000, wrapper_class=eval_wrapper)
+    if setting.normalize:
+        env, eval_env = normalized(env, eval_env, setting.kwargs.get("gamma", 0.99))
     stop = StopTrainingOnRewardThreshold(reward_threshold=threshold, verbose=0)
     solved_at: dict[str, float] = {}
 
@@ -137,6 +242,8 @@ def run_sb3(name: str, seed: int, slow: bool, slow_eval: bool, threshold: float)
                 solved_at["steps"] = self.num_timesteps
             return go_on
 
+    # SB3's evaluate_policy (EvalCallback's) carries a recurrent policy's state and
+    # episode starts from step to step, as sb3-contrib's RecurrentPPO needs.
     callback = Eval(
         eval_env,
         callback_on_new_best=stop,
@@ -145,21 +252,35 @@ def run_sb3(name: str, seed: int, slow: bool, slow_eval: bool, threshold: float)
         deterministic=True,
         verbose=0,
     )
-    model_cls = {"PPO": PPO, "DQN": DQN}[algo]
-    model = model_cls("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
-    model.learn(total_timesteps=budget, callback=callback)
+    model_cls = sb3_model_class(setting.algo)
+    model = model_cls(setting.policy, env, seed=seed, device="cpu", verbose=0, **setting.kwargs)
+    model.learn(total_timesteps=budget or setting.budget, callback=callback)
     env.close()
     eval_env.close()
-    print(json.dumps({"solved_at": solved_at.get("s"), "env_steps": solved_at.get("steps")}))
+    last = callback.last_mean_reward
+    print(
+        json.dumps(
+            {
+                "solved_at": solved_at.get("s"),
+                "env_steps": solved_at.get("steps"),
+                "last_eval_mean": None if last == -float("inf") else round(float(last), 1),
+            }
+        )
+    )
 
 
 # ----- one side's whole process -----
 def timed(argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Seconds and outcome of ``argv``; a run past ``RUN_TIMEOUT_S`` is killed and reads as
+    exit 124, so that side counts as unsolved and the other seeds and cases still run."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
     t0 = time.time()
-    done = subprocess.run(
-        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
-    )
+    try:
+        done = subprocess.run(
+            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        done = subprocess.CompletedProcess(argv, 124, "", f"killed after {RUN_TIMEOUT_S} s")
     return time.time() - t0, done
 
 
@@ -260,9 +381,10 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--slow", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plain-eval", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sb3:
-        run_sb3(args.sb3, args.seed, args.slow, not args.plain_eval, args.threshold)
+        run_sb3(args.sb3, args.seed, args.slow, not args.plain_eval, args.threshold, args.budget)
         return
     cases = {**CASES, **(LONG_CASES if args.long else {})}
     names = args.cases or list(cases)
@@ -279,6 +401,12 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="vs_peers_") as tmp:
         for case in names:
+            package = missing_extra(case)
+            if package is not None:
+                hint = "pip install -r requirements-bench.txt"
+                print(f"{case}: skipped, its peer needs {package}: {hint}", flush=True)
+                results[case] = {"skipped": f"{package} is not installed"}
+                continue
             ours: list[float | None] = []
             peer: list[float | None] = []
             plain: list[float | None] = []

@@ -311,9 +311,15 @@ CASES = [
     ),
     Case(
         "layer_type_unknown",
-        fixed("algo_cfg.value_layers=[{layer_type: lstm, layer_dim: [8], activation: relu}]"),
-        r"layer_type='lstm'",
-        r"allowed: linear, conv2d",
+        fixed("algo_cfg.value_layers=[{layer_type: attention, layer_dim: [8], activation: relu}]"),
+        r"layer_type='attention'",
+        r"allowed: linear, conv2d, lstm, gru",
+    ),
+    Case(
+        "recurrent_layer_where_no_sequence_learning",
+        fixed("algo_cfg.value_layers=[{layer_type: lstm, layer_dim: [8], activation: none}]"),
+        r"algo_cfg\.value_layers\[0\]\.layer_type: this algorithm learns no recurrent layers",
+        r"it takes lstm / gru in: none of its layer lists",
     ),
     Case(
         "buffer_type_unknown",

@@ -7,7 +7,8 @@ policy ``pi``, fixed for the update as IMPACT's target network) and computes V-t
 targets ``v_s`` and advantages from ``log pi - log mu`` (:mod:`algos.vtrace`). APPO then
 runs PPO's clipped surrogate with the ratio taken against ``pi``; IMPALA takes one
 policy-gradient step ``-log pi(a|x) * advantage``. Both regress the critic on ``v_s``.
-Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`).
+Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`), memory included: a recurrent actor's
+``log pi`` is replayed over the whole rollout from the memory stored with its first step.
 """
 
 from __future__ import annotations
@@ -23,15 +24,22 @@ class APPO(PPO):
     """PPO's clipped surrogate on V-trace advantages, the value loss on V-trace targets."""
 
     @torch.no_grad()
-    def _log_probs(self, obs: torch.Tensor, actions: torch.Tensor, chunk: int = 4096):
-        parts = zip(obs.split(chunk), actions.split(chunk), strict=True)
-        return torch.cat([self.policy.actor(o).log_prob(a) for o, a in parts])
+    def _log_probs(self, rollout: TargetInputs, chunk: int = 4096) -> torch.Tensor:
+        """``log pi`` of the rollout's actions, flat (a recurrent actor's replayed over the
+        whole rollout from the memory stored at its first step)."""
+        actor, sequences = self.policy.actor, rollout.sequences
+        if sequences.memory is not None and sequences.starts is not None:
+            obs = rollout.obs.reshape(*rollout.rewards.shape, *rollout.obs.shape[1:])
+            dist, _ = actor.unroll(obs, sequences.memory[0], sequences.starts)
+            return dist.log_prob(rollout.actions)
+        parts = zip(rollout.obs.split(chunk), rollout.actions.split(chunk), strict=True)
+        return torch.cat([actor(o).log_prob(a) for o, a in parts])
 
     def _rollout_targets(self, rollout: TargetInputs) -> Targets:
         """V-trace advantages and targets ``v_s`` from ``log pi - log mu``, and ``log pi``."""
         shape = rollout.rewards.shape
         device = self.device
-        target = self._log_probs(rollout.obs, rollout.actions)
+        target = self._log_probs(rollout)
         cfg = self.cfg
         out = vtrace(
             target.reshape(shape) - rollout.behaviour_log_prob.reshape(shape),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from algos.base_config import OnPolicyConfig, in_range, one_of, positive
 from algos.layers import LayerConfig, layers_field
@@ -38,6 +39,10 @@ class PPOConfig(OnPolicyConfig):
     log_std_init: float = 0.0  # Gaussian: initial log-std (parameter or head bias)
     log_std_min: float = -5.0  # Gaussian: lower clamp of log-std
     log_std_max: float = 2.0  # Gaussian: upper clamp of log-std
+    sequence_len: int = 0  # lstm / gru actor: steps per learnt sequence; 0: the whole rollout
+
+    #: An lstm or gru layer in actor_layers gives the actor memory (the critic reads it).
+    recurrent_layers: ClassVar[tuple[str, ...]] = ("actor_layers",)
 
     def check(self) -> None:
         super().check()
@@ -51,3 +56,9 @@ class PPOConfig(OnPolicyConfig):
         in_range(self, "lr_end_factor", 0, 1)
         in_range(self, "lr_decay_steps", 0)
         one_of(self, "lr_schedule", LR_SCHEDULES)
+        in_range(self, "sequence_len", 0)
+        if self.sequence_len and self.rollout_len % self.sequence_len:
+            raise ValueError(
+                f"algo_cfg.sequence_len={self.sequence_len} does not divide algo_cfg.rollout_len="
+                f"{self.rollout_len}; allowed: a divisor of rollout_len, or 0 (the whole rollout)"
+            )

@@ -15,8 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from algos.layers import recurrent_index
 from algos.networks import build_network
 from algos.observations import ObservationInput
+from algos.recurrent import RecurrentNetwork
 
 LOG_2PI_E_HALF = 0.5 * math.log(2.0 * math.pi * math.e)
 
@@ -98,29 +100,59 @@ def init_orthogonal(network: nn.Module, head_gain: float) -> None:
 
 
 class Actor(nn.Module):
-    """The policy network plus, for Box spaces, a log-std (a parameter or a second head half)."""
+    """The policy network plus, for Box spaces, a log-std (a parameter or a second head half).
+
+    With an lstm or gru layer in ``actor_layers`` the network has memory
+    (:class:`~algos.recurrent.RecurrentNetwork`): it acts by :meth:`step` and learns by
+    :meth:`unroll`, and its recurrent features are what the critic reads.
+    """
 
     def __init__(self, cfg: Any, inputs: ObservationInput, action_space: gym.Space) -> None:
         super().__init__()
         self.kind, self.nvec, self.action_shape = _describe(action_space)
         self.state_dependent_std = self.kind == "gaussian" and bool(cfg.state_dependent_std)
         n_out = sum(self.nvec)
-        self.net = build_network(
-            cfg.actor_layers, inputs, n_out * (2 if self.state_dependent_std else 1)
+        width = n_out * (2 if self.state_dependent_std else 1)
+        self.recurrent = recurrent_index(cfg.actor_layers) is not None
+        self.net: nn.Module = (
+            RecurrentNetwork(cfg.actor_layers, inputs, width)
+            if self.recurrent
+            else build_network(cfg.actor_layers, inputs, width)
         )
         if cfg.ortho_init:
             init_orthogonal(self.net, head_gain=0.01)
         self.log_std_min, self.log_std_max = float(cfg.log_std_min), float(cfg.log_std_max)
         if self.kind == "gaussian":
             if self.state_dependent_std:
-                head = [m for m in self.net if isinstance(m, nn.Linear)][-1]
+                head = [m for m in self.net.modules() if isinstance(m, nn.Linear)][-1]
                 with torch.no_grad():
                     head.bias[n_out:] = float(cfg.log_std_init)
             else:
                 self.log_std = nn.Parameter(torch.full((n_out,), float(cfg.log_std_init)))
 
+    @property
+    def memory_net(self) -> RecurrentNetwork:
+        assert isinstance(self.net, RecurrentNetwork)
+        return self.net
+
     def forward(self, obs: torch.Tensor) -> Dist:
-        out = self.net(obs)
+        return self.distribution(self.net(obs))
+
+    def step(self, obs: torch.Tensor, memory: torch.Tensor) -> tuple[Dist, torch.Tensor]:
+        """A recurrent actor's step for a batch of envs: the distribution, the new memory."""
+        out, _, memory = self.memory_net.step(obs, memory)
+        return self.distribution(out), memory
+
+    def unroll(
+        self, obs: torch.Tensor, memory: torch.Tensor, starts: torch.Tensor
+    ) -> tuple[Dist, torch.Tensor]:
+        """Sequences ``[L, B, ...]`` (:meth:`RecurrentNetwork.unroll`): the distribution of
+        every step, flat ``[L * B]``, and the recurrent features ``[L * B, H]``."""
+        out, features, _ = self.memory_net.unroll(obs, memory, starts)
+        return self.distribution(out.flatten(0, 1)), features.flatten(0, 1)
+
+    def distribution(self, out: torch.Tensor) -> Dist:
+        """The action distribution of the network's outputs ``[B, ...]``."""
         if self.kind == "discrete":
             return CategoricalDist(out)
         if self.kind == "multi_discrete":

@@ -19,17 +19,28 @@ from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.networks import build_network
-from algos.ppo.distributions import Actor, init_orthogonal
+from algos.ppo.distributions import Actor, Dist, init_orthogonal
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
+from algos.recurrent import MEMORY, episode_starts, to_sequences
 from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, TERMINATED, TRUNCATED, Batch
+
+
+class RolloutSequences(NamedTuple):
+    """How a rollout is cut for learning: sequences of ``length`` steps; a recurrent actor's
+    memory each step was acted from ``[T, N, k, H]`` and its episode starts ``[T, N]``."""
+
+    length: int
+    memory: torch.Tensor | None
+    starts: torch.Tensor | None
 
 
 class TargetInputs(NamedTuple):
     """One rollout as :meth:`PPO.learn` hands it to the targets: ``[T, N]`` rewards (scaled
     when ``reward_scaling``), terminated and truncated flags and the critic's values of
     ``obs`` and of ``next_obs``; the flat observations and actions, and the
-    log-probabilities the workers stored when they sampled the actions (flat)."""
+    log-probabilities the workers stored when they sampled the actions (flat); how the
+    rollout is cut into sequences."""
 
     rewards: np.ndarray
     terminated: np.ndarray
@@ -39,9 +50,19 @@ class TargetInputs(NamedTuple):
     obs: torch.Tensor
     actions: torch.Tensor
     behaviour_log_prob: torch.Tensor
+    sequences: RolloutSequences  # a recurrent actor's stored memory and episode starts
 
 
 Targets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class SequenceInputs(NamedTuple):
+    """A minibatch's observations ``[L, B, ...]``; a recurrent actor's memory at each
+    sequence's first step ``[B, k, H]`` and episode starts ``[L, B]``."""
+
+    obs: torch.Tensor
+    memory: torch.Tensor | None
+    starts: torch.Tensor | None
 
 
 class PPOPolicy(Policy):
@@ -54,17 +75,34 @@ class PPOPolicy(Policy):
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
         self.actor = Actor(cfg, self.inputs, action_space).to(device)
+        #: A recurrent actor's memory of the rows it acts for (None: starting afresh).
+        self.memory: torch.Tensor | None = None
 
     def acting_modules(self) -> dict[str, nn.Module]:
         return {"actor": self.actor}
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
-        dist = self.actor(self.obs_tensor(obs))
+        extras: Batch = {}
+        if self.actor.recurrent:
+            if self.memory is None or len(self.memory) != len(obs):
+                self.memory = self.actor.memory_net.initial_memory(len(obs), self.device)
+            extras[MEMORY] = self.memory.cpu().numpy()  # the state this step is acted from
+            dist, self.memory = self.actor.step(self.obs_tensor(obs), self.memory)
+        else:
+            dist = self.actor(self.obs_tensor(obs))
         flat = dist.sample(self.rng) if explore else dist.mode()
         log_prob = dist.log_prob(torch.as_tensor(flat, device=self.device))
         actions = flat.reshape(len(flat), *self.actor.action_shape)
-        return actions, {"log_prob": log_prob.cpu().numpy().astype(np.float32)}
+        extras["log_prob"] = log_prob.cpu().numpy().astype(np.float32)
+        return actions, extras
+
+    def reset_memory(self, n_envs: int) -> None:
+        self.memory = None
+
+    def episodes_ended(self, done: np.ndarray) -> None:
+        if self.memory is not None and np.any(done):
+            self.memory[torch.as_tensor(np.asarray(done, dtype=bool), device=self.device)] = 0.0
 
     def env_action(self, actions: np.ndarray) -> np.ndarray:
         """Gaussian samples are stored raw (for their log-prob) and clipped for the env."""
@@ -92,7 +130,11 @@ class PPO(Algorithm):
         self.reward_scaler = (
             RewardScaler(self.gamma, cfg.reward_clip) if cfg.reward_scaling else None
         )
-        self.critic = build_network(cfg.critic_layers, self.policy.inputs, 1).to(self.device)
+        actor = self.policy.actor
+        # A recurrent actor's critic reads its features (the memory it acted from), as the
+        # shared torso of IMPALA and RLlib's use_lstm: the value loss trains the memory too.
+        critic_inputs = (actor.memory_net.hidden,) if actor.recurrent else self.policy.inputs
+        self.critic = build_network(cfg.critic_layers, critic_inputs, 1).to(self.device)
         if cfg.ortho_init:
             init_orthogonal(self.critic, head_gain=1.0)
         critic_lr = cfg.critic_lr if cfg.critic_lr is not None else cfg.lr
@@ -137,8 +179,9 @@ class PPO(Algorithm):
         ``batch`` and the critic's ``values`` and ``next_values`` ``[T, N]``."""
         rewards, terminated, truncated = self._rewards(batch)
         stored = to_tensor(np.asarray(batch["log_prob"]).reshape(-1), self.device, torch.float32)
+        sequences = self._sequences(batch, rewards.shape[0])
         inputs = TargetInputs(
-            rewards, terminated, truncated, values, next_values, obs, actions, stored
+            rewards, terminated, truncated, values, next_values, obs, actions, stored, sequences
         )
         return self._rollout_targets(inputs)
 
@@ -192,37 +235,82 @@ class PPO(Algorithm):
         size = self.cfg.minibatch_size or rows // max(int(self.cfg.n_minibatches), 1)
         return int(min(max(size, 1), rows))
 
+    def _sequences(self, batch: Batch, steps: int) -> RolloutSequences:
+        """How the rollout is cut for learning: a recurrent actor's sequences of
+        ``sequence_len`` steps (the whole rollout when 0) with the memory each step was acted
+        from and the episode starts; a feed-forward one's single steps."""
+        if not self.policy.actor.recurrent:
+            return RolloutSequences(1, None, None)
+        done = np.asarray(batch[TERMINATED], dtype=bool) | np.asarray(batch[TRUNCATED], dtype=bool)
+        memory = to_tensor(np.asarray(batch[MEMORY]), self.device, torch.float32)
+        starts = torch.as_tensor(episode_starts(done), device=self.device)
+        return RolloutSequences(int(self.cfg.sequence_len) or steps, memory, starts)
+
+    @torch.no_grad()
+    def _rollout_values(
+        self, batch: Batch, obs: torch.Tensor, sequences: RolloutSequences
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The critic's values of ``obs`` and of ``next_obs``, ``[T, N]``, before the update
+        (a recurrent actor's whole rollout unrolled from the memory of its first step)."""
+        steps, envs = obs.shape[:2]
+        next_obs = self.policy.obs_tensor(batch[NEXT_OBS])
+        if sequences.memory is None:
+            values = self._values(obs.flatten(0, 1)).reshape(steps, envs)
+            return values, self._values(next_obs.flatten(0, 1)).reshape(steps, envs)
+        _, features, next_features = self.policy.actor.memory_net.unroll(
+            obs, sequences.memory[0], sequences.starts, next_obs
+        )
+        assert next_features is not None
+        return self.critic(features).squeeze(-1), self.critic(next_features).squeeze(-1)
+
     def learn(self, batch: Batch) -> LearnResult:
-        """Every epoch over one rollout: one update, however many minibatch steps it takes."""
+        """Every epoch over one rollout: one update, however many minibatch steps it takes.
+
+        Minibatches hold whole sequences (:func:`~algos.recurrent.to_sequences`): a
+        recurrent actor's, each replayed from its stored memory; a feed-forward actor's are
+        single steps, so its minibatches are rows.
+        """
         cfg, device = self.cfg, self.device
         steps, envs = np.shape(batch[REWARDS])[:2]
         rows = steps * envs
-        obs = self.policy.obs_tensor(batch[OBS]).flatten(0, 1)
-        next_obs = self.policy.obs_tensor(batch[NEXT_OBS]).flatten(0, 1)
-        values = self._values(obs)
-        next_values = self._values(next_obs)
+        obs = self.policy.obs_tensor(batch[OBS])  # [T, N, ...]
+        sequences = self._sequences(batch, steps)
+        values, next_values = self._rollout_values(batch, obs, sequences)
+        flat_obs = obs.flatten(0, 1)
         actions = self._flat_actions(np.asarray(batch[ACTIONS]), rows)
         advantages, returns, old_log_prob = self._targets(
-            batch, obs, actions, values.reshape(steps, envs), next_values.reshape(steps, envs)
+            batch, flat_obs, actions, values, next_values
         )
         self.transitions_learned += rows * self.parallel.world_size  # all learners' rows
         lr = self._update_lr()
 
-        size = self._minibatch_size(rows)
+        length = sequences.length
+
+        def cut(column: torch.Tensor) -> torch.Tensor:
+            return to_sequences(column.reshape(steps, envs, *column.shape[1:]), length)
+
+        seq_obs = to_sequences(obs, length)
+        columns = [cut(x) for x in (actions, old_log_prob, advantages, returns, values.flatten())]
+        memory = starts = None
+        if sequences.memory is not None and sequences.starts is not None:
+            memory = to_sequences(sequences.memory, length)[0]  # each sequence's first step's
+            starts = to_sequences(sequences.starts, length)
+        n_sequences = seq_obs.shape[1]
+        size = max(self._minibatch_size(rows) // length, 1)
         sums: dict[str, float] = {}
         n_updates = 0
         stop = False
         for _ in range(int(cfg.n_epochs)):
-            order = torch.as_tensor(self.rng.permutation(rows), device=device)
-            for start in range(0, rows - size + 1, size):
+            order = torch.as_tensor(self.rng.permutation(n_sequences), device=device)
+            for start in range(0, n_sequences - size + 1, size):
                 idx = order[start : start + size]
+                inputs = SequenceInputs(
+                    seq_obs[:, idx],
+                    None if memory is None else memory[idx],
+                    None if starts is None else starts[:, idx],
+                )
                 stats = self._minibatch_step(
-                    obs[idx],
-                    actions[idx],
-                    old_log_prob[idx],
-                    advantages[idx],
-                    returns[idx],
-                    values[idx],
+                    inputs, *(column[:, idx].flatten(0, 1) for column in columns)
                 )
                 for key, value in stats.items():
                     sums[key] = sums.get(key, 0.0) + value
@@ -236,6 +324,7 @@ class PPO(Algorithm):
 
         metrics = {k: v / max(n_updates, 1) for k, v in sums.items()}
         var_returns = float(returns.var())
+        values = values.flatten()
         metrics.update(
             lr=float(lr),
             minibatch_updates=float(n_updates),
@@ -260,9 +349,18 @@ class PPO(Algorithm):
         surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
         return -surrogate.mean()
 
+    def _forward(self, inputs: SequenceInputs) -> tuple[Dist, torch.Tensor]:
+        """The action distributions and values of a minibatch's steps, flat ``[L * B]``."""
+        actor = self.policy.actor
+        if inputs.memory is None or inputs.starts is None:
+            obs = inputs.obs.flatten(0, 1)
+            return actor(obs), self.critic(obs).squeeze(-1)
+        dist, features = actor.unroll(inputs.obs, inputs.memory, inputs.starts)
+        return dist, self.critic(features).squeeze(-1)
+
     def _minibatch_step(
         self,
-        obs: torch.Tensor,
+        inputs: SequenceInputs,
         actions: torch.Tensor,
         old_log_prob: torch.Tensor,
         advantages: torch.Tensor,
@@ -273,14 +371,13 @@ class PPO(Algorithm):
         if cfg.normalize_advantages and len(advantages) > 1:
             mean, std = self.parallel.mean_std(advantages)
             advantages = (advantages - mean) / (std + 1e-8)
-        dist = self.policy.actor(obs)
+        dist, new_values = self._forward(inputs)
         log_prob = dist.log_prob(actions)
         log_ratio = log_prob - old_log_prob
         ratio = log_ratio.exp()
         policy_loss = self._policy_loss(log_prob, ratio, advantages)
         entropy = dist.entropy().mean()
 
-        new_values = self.critic(obs).squeeze(-1)
         if cfg.value_clip is not None:
             clipped = old_values + (new_values - old_values).clamp(-cfg.value_clip, cfg.value_clip)
             value_loss = (

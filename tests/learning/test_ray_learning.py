@@ -48,6 +48,10 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     "dqn-goalgrid-dict": ("goalgrid_dqn", (), 0.9),
     "ppo-goalgrid-dict": ("goalgrid_ppo", (), 0.9),
     "dqn-frozenlake-discrete": ("frozenlake_dqn", (), 1.0),
+    # Policies with memory: CartPole without its velocities (an LSTM; its yaml's budget:
+    # 150k env steps), a cue recalled after 5 blank steps (a GRU).
+    "ppo-lstm-cartpole-novel": ("cartpole_novel_ppo_lstm", (), 475.0),
+    "ppo-gru-cue-recall": ("cue_recall_ppo_lstm", (), 0.9),
 }
 
 

@@ -1,4 +1,5 @@
-"""A seeded on-policy run learns and is evaluated the same on Ray as in one process.
+"""A seeded on-policy run learns and is evaluated the same on Ray as in one process, a
+policy with memory (an LSTM, on CartPole without its velocities) included.
 
 On Ray, two workers' rollouts reach the DataServer in whatever order their pushes race;
 it joins each iteration's rollouts in worker order, so a seeded PPO run takes the very
@@ -16,9 +17,7 @@ import pytest
 
 from tests.support.runs import ROOT, run_main
 
-PPO_RUN = (
-    "--yaml",
-    str(ROOT / "configs" / "cartpole_ppo.yaml"),
+COMMON = (
     "general_cfg.seed=1",
     "general_cfg.n_workers=2",
     "general_cfg.n_envs_per_worker=4",
@@ -29,11 +28,26 @@ PPO_RUN = (
     "general_cfg.save_fig=false",
     "general_cfg.progress=false",
 )
+#: case -> the run's arguments
+RUNS = {
+    "mlp": ("--yaml", str(ROOT / "configs" / "cartpole_ppo.yaml"), *COMMON),
+    "lstm": (
+        "--yaml",
+        str(ROOT / "configs" / "cartpole_novel_ppo_lstm.yaml"),
+        *COMMON,
+        "algo_cfg.sequence_len=16",  # 4 sequences an env, each from its stored memory
+        "algo_cfg.n_minibatches=2",
+        "algo_cfg.n_epochs=4",
+    ),
+}
 
 
-def final_summary(tasks: Path, backend: str) -> dict:
+def final_summary(tasks: Path, case: str, backend: str) -> dict:
     done = run_main(
-        *PPO_RUN, f"general_cfg.mp_backend={backend}", f"general_cfg.tasks_dir={tasks}", timeout=180
+        *RUNS[case],
+        f"general_cfg.mp_backend={backend}",
+        f"general_cfg.tasks_dir={tasks}",
+        timeout=180,
     )
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
     (task,) = tasks.iterdir()
@@ -42,9 +56,12 @@ def final_summary(tasks: Path, backend: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)  # measured 55 s (both runs) on 2 shared cores
-def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(tmp_path) -> None:
-    single = final_summary(tmp_path / "single", "single")
-    ray = final_summary(tmp_path / "ray", "ray")
+@pytest.mark.parametrize("case", list(RUNS))
+def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(
+    tmp_path, case: str
+) -> None:
+    single = final_summary(tmp_path / "single", case, "single")
+    ray = final_summary(tmp_path / "ray", case, "ray")
     assert single["updates"] == ray["updates"] >= 6, (single["updates"], ray["updates"])
     assert ray["learners"][0]["params_digest"] == single["learners"][0]["params_digest"]
     evaluated = [(e["updates"], e["env_steps"], e["return_mean"]) for e in ray["eval_history"]]

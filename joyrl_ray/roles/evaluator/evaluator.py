@@ -104,6 +104,7 @@ class Evaluator:
         capture ``env.render()``); with ``render_mode: human`` the env draws by itself.
         """
         obs, _ = self.env.reset(seed=self._episode_seed())
+        self.policy.reset_memory(1)
         total, length = 0.0, 0
         while True:
             if on_step is not None:
@@ -130,6 +131,7 @@ class Evaluator:
                 self._run_in_subprocesses(episodes.to_start(0), episodes, interrupted)
             return episodes
         envs = self._sync_envs(n_episodes)
+        self.policy.reset_memory(len(envs))
         running: dict[int, _Running] = {}  # env index -> its episode
         while not episodes.ended:
             self._start_episodes(envs, running, episodes)
@@ -160,26 +162,31 @@ class Evaluator:
     def _step_in_turn(
         self, envs: list[gym.Env], running: dict[int, _Running], episodes: EvalEpisodes
     ) -> None:
-        """One step of every running episode; those that end or fail leave ``running``."""
-        actions, _ = self.policy.act(
-            np.stack([episode.obs for episode in running.values()]), explore=False, env_steps=0
-        )
-        for (i, episode), action in zip(
-            list(running.items()), self.policy.env_action(actions), strict=True
-        ):
+        """One step of every running episode; those that end or fail leave ``running``.
+
+        The policy acts for one row per env, idle ones included (their actions unused), so
+        that a recurrent policy's memory of each row stays that env's episode's.
+        """
+        actions, _ = self.policy.act(_rows(len(envs), running), explore=False, env_steps=0)
+        env_actions = self.policy.env_action(actions)
+        ended = np.zeros(len(envs), dtype=bool)
+        for i, episode in list(running.items()):
             if episodes.ended:  # past its error budget: the evaluation has failed
                 return
             try:
-                episode.obs, reward, terminated, truncated, _ = envs[i].step(action)
+                episode.obs, reward, terminated, truncated, _ = envs[i].step(env_actions[i])
             except Exception as exc:
                 del running[i]
+                ended[i] = True
                 self._env_failed(envs, i, episodes, exc, "step")
                 continue
             episode.ret += float(reward)
             episode.length += 1
             if terminated or truncated:
                 del running[i]
+                ended[i] = True
                 episodes.finish(episode.ret, episode.length)
+        self.policy.episodes_ended(ended)
 
     def _env_failed(
         self, envs: list[gym.Env], i: int, episodes: EvalEpisodes, exc: Exception, where: str
@@ -233,6 +240,7 @@ class Evaluator:
         except Exception as exc:
             self._vector_env_failed(episodes, exc, "reset", n)
             return
+        self.policy.reset_memory(n)
         returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
         while running.any():
             _check(interrupted)
@@ -242,6 +250,7 @@ class Evaluator:
             except Exception as exc:
                 self._vector_env_failed(episodes, exc, "step", int(running.sum()))
                 return
+            self.policy.episodes_ended(terminated | truncated)
             returns[running] += rewards[running]
             lengths[running] += 1
             ended = running & (terminated | truncated)
@@ -398,3 +407,12 @@ def summarize_returns(returns: list[float], lengths: list[int]) -> dict[str, Any
         "length_min": int(np.min(lengths)),
         "length_max": int(np.max(lengths)),
     }
+
+
+def _rows(n: int, running: dict[int, _Running]) -> np.ndarray:
+    """The observations of ``n`` envs by index: the running episodes', zeros for idle envs."""
+    first = np.asarray(next(iter(running.values())).obs)
+    rows = np.zeros((n, *first.shape), dtype=first.dtype)
+    for i, episode in running.items():
+        rows[i] = episode.obs
+    return rows

@@ -213,12 +213,14 @@ class Worker:
         """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""
         if self.obs is None:
             self.obs = self.envs.reset(self.global_env_steps)
+            self.policy.reset_memory(self.n_envs)
         assert self.obs is not None
         env_steps = self.global_env_steps + self.own_env_steps
         actions, extras = self.policy.act(self.obs, explore=self.train, env_steps=env_steps)
         next_obs, rewards, terminated, truncated, info = self.envs.step(
             self.policy.env_action(actions)
         )
+        self.policy.episodes_ended(terminated | truncated)
         self.chunk.add(self.obs, actions, rewards, terminated, truncated, extras, info)
         self.obs = next_obs
         self.own_env_steps += self.n_envs
