@@ -10,13 +10,6 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-# Ray runs its workers (every actor) 15 nice levels below the process that started Ray. The
-# suite runs tests side by side: a Ray run's actors then lost the cores to the local runs of
-# the other test processes, at normal priority, about 30 to 1 (an actor took over 120 s to
-# construct and the run stopped as stalled; its evaluator fell 8000 env steps behind). Every
-# Ray the tests start (the session's, main.py's, `ray start`'s) inherits this: its workers
-# compete on equal terms with the rest of the suite.
-os.environ.setdefault("RAY_worker_niceness", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 

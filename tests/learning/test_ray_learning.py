@@ -52,6 +52,8 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     # 150k env steps), a cue recalled after 5 blank steps (a GRU).
     "ppo-lstm-cartpole-novel": ("cartpole_novel_ppo_lstm", (), 475.0),
     "ppo-gru-cue-recall": ("cue_recall_ppo_lstm", (), 0.9),
+    # APPO with an LSTM on Pendulum without its angular velocity (its yaml's budget: 300k).
+    "appo-lstm-pendulum-novel": ("pendulum_novel_appo_lstm", (), -300.0),
 }
 
 

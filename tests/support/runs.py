@@ -34,7 +34,14 @@ def needs_extra(module: str, requirements: str) -> ModuleType:
 
 def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> RunConfig:
     """A run config writing under ``tmp_path``, quiet, with the given overrides on top."""
-    base = [f"general_cfg.tasks_dir={tmp_path}", "general_cfg.progress=false"]
+    # A run on the test session's Ray may wait minutes for its actors to start while the
+    # other test processes keep the cores busy: the stall watchdog's 120 s is no hang guard
+    # here (the stall tests set their own).
+    base = [
+        f"general_cfg.tasks_dir={tmp_path}",
+        "general_cfg.progress=false",
+        "general_cfg.stall_timeout_s=400",
+    ]
     return RunConfig.from_omegaconf(load_config(yaml_path, base + list(overrides)))
 
 
