@@ -85,10 +85,13 @@ def test_new_weights_reach_the_worker_and_change_its_actions(ray_session, tmp_pa
     try:
         ray.get(learner.start.remote(None))
         assert ray.get(learner.stats.remote()).weights_version == 1  # published at start
+        # The publish is a call the learner does not wait for: the probe waits for it, so
+        # the coordinator holds version 1 when the worker registers (under load the worker
+        # registered first, and acted with its own initial weights).
+        lv1, lq1 = ray.get(learner.probe.remote(obs))
         ray.get(worker.start.remote())
         ray.get(worker.step.remote(1.0))
         v1, q1, a1 = ray.get(worker.probe.remote(obs))
-        lv1, lq1 = ray.get(learner.probe.remote(obs))
         assert v1 == lv1 == 1
         np.testing.assert_array_equal(q1, lq1)  # the worker acts with the learner's weights
 
