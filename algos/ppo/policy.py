@@ -173,13 +173,16 @@ class PPO(Algorithm):
         actions: torch.Tensor,
         values: torch.Tensor,
         next_values: torch.Tensor,
+        sequences: RolloutSequences | None = None,
     ) -> Targets:
         """Flat advantages, value targets and the log-probabilities the surrogate's ratio is
         taken against (:meth:`_rollout_targets`), for the flat ``obs`` and ``actions`` of
-        ``batch`` and the critic's ``values`` and ``next_values`` ``[T, N]``."""
+        ``batch`` and the critic's ``values`` and ``next_values`` ``[T, N]``; ``sequences``
+        as :meth:`learn` cut the rollout (cut here when not given)."""
         rewards, terminated, truncated = self._rewards(batch)
         stored = to_tensor(np.asarray(batch["log_prob"]).reshape(-1), self.device, torch.float32)
-        sequences = self._sequences(batch, rewards.shape[0])
+        if sequences is None:
+            sequences = self._sequences(batch, rewards.shape[0])
         inputs = TargetInputs(
             rewards, terminated, truncated, values, next_values, obs, actions, stored, sequences
         )
@@ -279,7 +282,7 @@ class PPO(Algorithm):
         flat_obs = obs.flatten(0, 1)
         actions = self._flat_actions(np.asarray(batch[ACTIONS]), rows)
         advantages, returns, old_log_prob = self._targets(
-            batch, flat_obs, actions, values, next_values
+            batch, flat_obs, actions, values, next_values, sequences
         )
         self.transitions_learned += rows * self.parallel.world_size  # all learners' rows
         lr = self._update_lr()
