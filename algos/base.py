@@ -27,6 +27,7 @@ are averaged over data-parallel learners and clipped.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ from algos.observations import ObservationInput, to_tensor  # noqa: F401 (algori
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
 from joyrl_ray.data_needs import DataNeeds
+
+
+class NonFiniteGradient(FloatingPointError):
+    """A gradient step refused because its gradient holds a nan or inf."""
 
 
 @dataclass
@@ -225,17 +230,28 @@ class Algorithm(ABC):
 
         Gradients are averaged over the data-parallel learners, then clipped to
         ``max_grad_norm`` (when set), then applied. Returns the gradient norm before
-        clipping (0 when not clipping).
+        clipping (0 when not clipping). A gradient with a nan or inf in it raises
+        :class:`NonFiniteGradient` before it reaches the weights: one such step would turn
+        every weight into nan, and the run would go on acting and saving them.
         """
         params = [p for group in optimizer.param_groups for p in group["params"]]
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.parallel.average_gradients(params)
-        norm = 0.0
+        grads = [p.grad for p in params if p.grad is not None]
+        total = nn.utils.get_total_norm(grads)
+        norm = float(total)
+        if not math.isfinite(norm):
+            raise NonFiniteGradient(
+                f"{type(self).__name__}: the gradient is not finite (norm {norm}, loss "
+                f"{float(loss.detach())}) after {self.updates} updates; the weights were not "
+                "changed by it. Check the env's rewards and observations for nan/inf, or "
+                "lower algo_cfg.lr"
+            )
         if max_grad_norm:
-            norm = float(nn.utils.clip_grad_norm_(params, max_grad_norm))
+            nn.utils.clip_grads_with_norm_(params, max_grad_norm, total)
         optimizer.step()
-        return norm
+        return norm if max_grad_norm else 0.0
 
     def join(self, parallel: DataParallel) -> None:
         """Learn as one of several data-parallel learners: take rank 0's state."""

@@ -193,3 +193,12 @@ def to_sequences(x: torch.Tensor, length: int) -> torch.Tensor:
     rest = x.shape[2:]
     cut = x.reshape(steps // length, length, envs, *rest).transpose(0, 1)
     return cut.reshape(length, (steps // length) * envs, *rest)
+
+
+def from_sequences(x: torch.Tensor, steps: int) -> torch.Tensor:
+    """The inverse of :func:`to_sequences`: ``[length, S, ...]`` back to ``[T, N, ...]``."""
+    length, count = x.shape[:2]
+    envs = count // (steps // length)
+    rest = x.shape[2:]
+    cut = x.reshape(length, steps // length, envs, *rest).transpose(0, 1)
+    return cut.reshape(steps, envs, *rest)

@@ -8,7 +8,7 @@ targets ``v_s`` and advantages from ``log pi - log mu`` (:mod:`algos.vtrace`). A
 runs PPO's clipped surrogate with the ratio taken against ``pi``; IMPALA takes one
 policy-gradient step ``-log pi(a|x) * advantage``. Both regress the critic on ``v_s``.
 Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`), memory included: a recurrent actor's
-``log pi`` is replayed over the whole rollout from the memory stored with its first step.
+``log pi`` is replayed sequence by sequence from the memory stored with each one's first step.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ class APPO(PPO):
 
     @torch.no_grad()
     def _log_probs(self, rollout: TargetInputs, chunk: int = 4096) -> torch.Tensor:
-        """``log pi`` of the rollout's actions, flat (a recurrent actor's replayed over the
-        whole rollout from the memory stored at its first step)."""
+        """``log pi`` of the rollout's actions, flat (a recurrent actor's sequences each
+        replayed from its stored memory, as the minibatches replay them)."""
         actor, sequences = self.policy.actor, rollout.sequences
-        if sequences.memory is not None and sequences.starts is not None:
+        if sequences.memory is not None:
             obs = rollout.obs.reshape(*rollout.rewards.shape, *rollout.obs.shape[1:])
-            dist, _ = actor.unroll(obs, sequences.memory[0], sequences.starts)
-            return dist.log_prob(rollout.actions)
+            out, _, _ = self._replay(obs, sequences)
+            return actor.distribution(out.flatten(0, 1)).log_prob(rollout.actions)
         parts = zip(rollout.obs.split(chunk), rollout.actions.split(chunk), strict=True)
         return torch.cat([actor(o).log_prob(a) for o, a in parts])
 

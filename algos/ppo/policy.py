@@ -22,7 +22,7 @@ from algos.networks import build_network
 from algos.ppo.distributions import Actor, Dist, init_orthogonal
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
-from algos.recurrent import MEMORY, episode_starts, to_sequences
+from algos.recurrent import MEMORY, episode_starts, from_sequences, to_sequences
 from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, TERMINATED, TRUNCATED, Batch
 
 
@@ -254,17 +254,36 @@ class PPO(Algorithm):
         self, batch: Batch, obs: torch.Tensor, sequences: RolloutSequences
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The critic's values of ``obs`` and of ``next_obs``, ``[T, N]``, before the update
-        (a recurrent actor's whole rollout unrolled from the memory of its first step)."""
+        (a recurrent actor's sequences each replayed from its stored memory)."""
         steps, envs = obs.shape[:2]
         next_obs = self.policy.obs_tensor(batch[NEXT_OBS])
         if sequences.memory is None:
             values = self._values(obs.flatten(0, 1)).reshape(steps, envs)
             return values, self._values(next_obs.flatten(0, 1)).reshape(steps, envs)
-        _, features, next_features = self.policy.actor.memory_net.unroll(
-            obs, sequences.memory[0], sequences.starts, next_obs
-        )
+        _, features, next_features = self._replay(obs, sequences, next_obs)
         assert next_features is not None
         return self.critic(features).squeeze(-1), self.critic(next_features).squeeze(-1)
+
+    def _replay(
+        self, obs: torch.Tensor, sequences: RolloutSequences, next_obs: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """A recurrent actor over a rollout ``[T, N, ...]`` as :meth:`learn` cuts it: each
+        sequence replayed from the memory stored at its first step, as the minibatches
+        replay it, so the targets and the first minibatch step see the same network outputs
+        (a replay of the whole rollout from its first memory would not, once the rollout
+        was acted with older weights). The head's outputs, the features and (given
+        ``next_obs``) the next observations' features, ``[T, N, ...]``."""
+        assert sequences.memory is not None and sequences.starts is not None
+        steps, length = obs.shape[0], sequences.length
+        out, features, next_features = self.policy.actor.memory_net.unroll(
+            to_sequences(obs, length),
+            to_sequences(sequences.memory, length)[0],
+            to_sequences(sequences.starts, length),
+            None if next_obs is None else to_sequences(next_obs, length),
+        )
+        if next_features is not None:
+            next_features = from_sequences(next_features, steps)
+        return from_sequences(out, steps), from_sequences(features, steps), next_features
 
     def learn(self, batch: Batch) -> LearnResult:
         """Every epoch over one rollout: one update, however many minibatch steps it takes.

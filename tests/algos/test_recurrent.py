@@ -103,9 +103,10 @@ def test_next_observations_are_read_with_the_memory_after_their_step(kind: str) 
     torch.testing.assert_close(next_features, torch.stack(next_outs))
 
 
-def rollout(policy, steps: int, envs: int, seed: int) -> dict[str, np.ndarray]:
+def rollout(policy, steps: int, envs: int, seed: int, env_action=None) -> dict[str, np.ndarray]:
     """A rollout as a worker collects it: CartPole envs stepped by the policy, whose memory
-    is reset at each episode's end; columns ``[T, N]``."""
+    is reset at each episode's end; columns ``[T, N]`` (``env_action`` maps the policy's
+    actions to CartPole's)."""
     vector = gym.vector.SyncVectorEnv(
         [lambda: gym.make("CartPole-v1") for _ in range(envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -115,7 +116,8 @@ def rollout(policy, steps: int, envs: int, seed: int) -> dict[str, np.ndarray]:
     columns: dict[str, list] = {}
     for _ in range(steps):
         actions, extras = policy.act(obs, explore=True, env_steps=0)
-        next_obs, rewards, terminated, truncated, info = vector.step(actions)
+        env_actions = actions if env_action is None else env_action(actions)
+        next_obs, rewards, terminated, truncated, info = vector.step(env_actions)
         true_next = next_obs.copy()
         if "final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
@@ -186,6 +188,29 @@ def test_v_trace_reads_log_pi_over_the_rollout_from_the_stored_memory(algo: str)
     _, _, log_pi = algorithm._targets(batch, obs, actions, values, values)
     np.testing.assert_allclose(log_pi.numpy(), batch["log_prob"].reshape(-1), atol=1e-5)
     assert np.isfinite(algorithm.learn(batch).metrics["loss"])
+
+
+@pytest.mark.parametrize("algo", ["APPO", "IMPALA"])
+def test_a_rollout_acted_by_older_weights_starts_its_update_at_ratio_one(algo: str) -> None:
+    """The rollout's ``log pi`` (the ratio's reference) is read the way the minibatches read
+    it, each sequence from the memory stored at its first step: before the first gradient
+    step the ratio is 1 and the KL 0, however old the weights that acted."""
+    spec, cfg = ppo_cfg("lstm", algo, rollout_len=32, sequence_len=8, n_epochs=1)
+    cfg.minibatch_size = 32 * 4  # one minibatch: its statistics are those before any step
+    cfg.state_dependent_std = False
+    space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    algorithm = spec.algorithm_cls(cfg, OBS_SPACE, space, CPU)
+    policy = spec.policy_cls(cfg, OBS_SPACE, space, CPU)
+    policy.set_weights(algorithm.get_weights())
+    policy.seed(3)
+    stale = rollout(policy, 32, 4, seed=6, env_action=lambda a: (a[:, 0] > 0).astype(np.int64))
+    torch.manual_seed(0)
+    with torch.no_grad():  # the learner's weights moved on since the workers acted
+        for parameter in algorithm.policy.actor.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    stats = algorithm.learn(stale).metrics
+    assert stats["approx_kl"] < 1e-6, stats
+    assert stats["clip_frac"] == 0.0, stats
 
 
 def recurrent_evaluator(mode: str) -> Evaluator:
