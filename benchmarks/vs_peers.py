@@ -27,7 +27,8 @@ Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters, benchmarks/
   beside learning): ``ours_ray_s`` and its ratios.
 - ``cartpole_novel``: CartPole without its velocities (``mask_velocity``: cart and pole
   positions only, RL Zoo's CartPoleNoVel-v1), which needs memory:
-  configs/cartpole_novel_ppo_lstm.yaml (PPO with an LSTM, Ray, 2 workers x 4 envs) vs
+  configs/cartpole_novel_ppo_lstm_single.yaml (PPO with an LSTM, one process, 1 worker x
+  8 envs; ``ours_ray_s``: configs/cartpole_novel_ppo_lstm.yaml, Ray, 2 workers x 4 envs) vs
   sb3-contrib's RecurrentPPO with RL Zoo's ppo_lstm settings (DummyVecEnv(8),
   VecNormalize on observations and rewards; evaluation on the masked env, its
   normalization synced from training and frozen). Budgets: ours 150k env steps, SB3
@@ -80,7 +81,8 @@ CASES: dict[str, dict[str, Any]] = {
         "slow": True,
     },
     "cartpole_novel": {
-        "ours": "cartpole_novel_ppo_lstm",
+        "ours": "cartpole_novel_ppo_lstm_single",
+        "ours_ray": "cartpole_novel_ppo_lstm",
         "sb3": "ppo_lstm_cartpole_novel",
         "slow": False,
         "needs": "sb3-contrib",  # RecurrentPPO

@@ -275,7 +275,7 @@ class Driver:
             self._save_buffer()
         if checkpoint.evaluate and self.runtime.evaluator is not None:
             if len(self.eval_queue) == self.eval_queue.maxlen:
-                self.outcome.evals_skipped += 1  # evaluation is slower than checkpoints
+                self._eval_skipped(self.eval_queue[0].updates)
             self.eval_queue.append(checkpoint)
             self._pump_evals()
 
@@ -313,6 +313,24 @@ class Driver:
                 self._eval_failed(checkpoint.updates, str(exc))
             else:
                 self._take_eval(result, checkpoint)
+
+    def _eval_skipped(self, updates: int) -> None:
+        """The oldest queued evaluation gives way to a newer checkpoint. The first time is
+        shown on the console: a run whose evaluations fall behind learns on past the
+        checkpoint that solved it, and its best model is one of fewer checkpoints."""
+        self.outcome.evals_skipped += 1
+        line = (
+            f"the evaluation of the checkpoint at {updates} updates was skipped: evaluating "
+            f"{self.cfg.general.online_eval_episode} episodes takes longer than learning "
+            f"from one checkpoint to the next (general_cfg.model_save_fre="
+            f"{self.cfg.general.model_save_fre})"
+        )
+        self.recorder.log(line)
+        if self.outcome.evals_skipped == 1:
+            self.recorder.note(
+                f"warning: {line}; raise model_save_fre or lower online_eval_episode for an "
+                "evaluation of every checkpoint (later skips: logs/log.txt)"
+            )
 
     def _eval_failed(self, updates: int, why: str) -> None:
         """One line in the log; the run goes on, and so do the next evaluations. The first
