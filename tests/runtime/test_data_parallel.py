@@ -45,6 +45,10 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 SEED = 11
 UPDATES = 6
 SMALL = "[{layer_type: linear, layer_dim: [32], activation: relu}]"
+LSTM = (
+    "[{layer_type: lstm, layer_dim: [16], activation: none},"
+    " {layer_type: linear, layer_dim: [16], activation: relu}]"
+)
 
 
 # ----- 2 learners on halves == 1 learner on the whole -----
@@ -118,18 +122,25 @@ def rollout_batches(policy, rng: np.random.Generator, steps: int = 16, envs: int
     rollouts = []
     for _ in range(UPDATES // 2):
         obs = rng.normal(scale=0.5, size=(steps, envs, 4)).astype(np.float32)
-        actions, extras = policy.act(obs.reshape(steps * envs, 4), explore=True, env_steps=0)
         done = rng.random((steps, envs)) < 0.05
         cut = ~done & (rng.random((steps, envs)) < 0.05)  # time limits: bootstrapped
+        # Step by step, as workers act: a recurrent policy's memory goes from step to step
+        # and is reset where an episode ended (the extras then hold the memory column).
+        policy.reset_memory(envs)
+        acted = []
+        for t in range(steps):
+            acted.append(policy.act(obs[t], explore=True, env_steps=0))
+            policy.episodes_ended(done[t] | cut[t])
+        extras = {k: np.stack([e[k] for _, e in acted]) for k in acted[0][1]}
         rollouts.append(
             {
                 "obs": obs,
-                "actions": actions.reshape(steps, envs),
+                "actions": np.stack([a for a, _ in acted]),
                 "rewards": np.ones((steps, envs), np.float32),
                 "next_obs": rng.normal(scale=0.5, size=(steps, envs, 4)).astype(np.float32),
                 "terminated": done,
                 "truncated": cut,
-                "log_prob": extras["log_prob"].reshape(steps, envs),
+                **extras,
             }
         )
     return rollouts
@@ -171,6 +182,8 @@ EXACT_CASES = {
     ),
     "PPO": ((*PPO_EXACT, "algo_cfg.reward_scaling=false"), True),
     "PPO-reward-scaling": ((*PPO_EXACT, "algo_cfg.reward_scaling=true"), True),
+    # An LSTM: each rank replays its env columns' sequences from their stored memory.
+    "PPO-LSTM": ((*PPO_EXACT, f"algo_cfg.actor_layers={LSTM}", "algo_cfg.sequence_len=8"), True),
     "SAC": (("general_cfg.algo_name=SAC", *PENDULUM_SMALL), False),
     "TD3": (("general_cfg.algo_name=TD3", *PENDULUM_SMALL, "algo_cfg.policy_delay=2"), False),
 }
