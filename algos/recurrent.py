@@ -96,9 +96,9 @@ class RecurrentNetwork(nn.Module):
         """
         x = self._encode(obs, 2)
         cut = _Segments.of(starts, *x.shape[:2])
-        out, final = self._run(cut, x, memory, starts)
+        out, final = self._run(cut, x, memory, starts, ends_needed=next_obs is not None)
         features = self.activation(out)
-        if next_obs is None:
+        if final is None:
             return self.head(features), features, None
         # A step's next observation is the next step's observation, read with the same
         # memory, except at a segment's last step: there it is read from the segment's end.
@@ -114,24 +114,37 @@ class RecurrentNetwork(nn.Module):
         x: torch.Tensor,
         memory: torch.Tensor,
         starts: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The recurrent layer over every segment at once (one packed call, not a step
-        loop): outputs ``[L, B, H]``, and the memory at each segment's end ``[S, k, H]``."""
+        ends_needed: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The recurrent layer over every segment at once (one call, not a step loop):
+        outputs ``[L, B, H]`` and, when ``ends_needed``, the memory at each segment's end
+        ``[S, k, H]``.
+
+        The segments run side by side, padded to the longest. Without the ends the padded
+        batch goes through the layer as it is: each segment's padding comes after its last
+        step and its outputs are never read, and CPU torch runs a plain batch through its
+        fused kernel (its packed path steps in Python-sized pieces, several times slower to
+        differentiate). The memory at a segment's end is read from a packed run, which stops
+        each segment at its last step.
+        """
         first = memory if starts is None else memory * (~starts[0]).to(memory.dtype)[:, None, None]
         initial = memory.new_zeros(cut.count, self.slots, self.hidden)
         initial[cut.first] = first
         padded = x.new_zeros(cut.longest, cut.count, x.shape[-1])
         padded = padded.index_put((cut.position, cut.segment), x)
-        packed = nn.utils.rnn.pack_padded_sequence(padded, cut.lengths, enforce_sorted=False)
+        inputs: torch.Tensor | nn.utils.rnn.PackedSequence = padded
+        if ends_needed:
+            inputs = nn.utils.rnn.pack_padded_sequence(padded, cut.lengths, enforce_sorted=False)
         if self.kind == "lstm":
             state = (initial[:, 0][None].contiguous(), initial[:, 1][None].contiguous())
-            out_packed, (h, c) = self.rnn(packed, state)
+            out, (h, c) = self.rnn(inputs, state)
             final = torch.stack([h[0], c[0]], dim=1)
         else:
-            out_packed, h = self.rnn(packed, initial[:, 0][None].contiguous())
+            out, h = self.rnn(inputs, initial[:, 0][None].contiguous())
             final = h[0][:, None]
-        out, _ = nn.utils.rnn.pad_packed_sequence(out_packed, total_length=cut.longest)
-        return out[cut.position, cut.segment], final
+        if isinstance(out, nn.utils.rnn.PackedSequence):
+            out, _ = nn.utils.rnn.pad_packed_sequence(out, total_length=cut.longest)
+        return out[cut.position, cut.segment], final if ends_needed else None
 
 
 class _Segments(NamedTuple):
