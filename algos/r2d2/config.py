@@ -17,17 +17,20 @@ def _recurrent_q_layers() -> list[LayerConfig]:
 
 @dataclass
 class R2D2Config(DQNConfig):
-    value_layers: list[LayerConfig] = field(default_factory=_recurrent_q_layers)  # one lstm/gru
+    value_layers: list[LayerConfig] = field(
+        default_factory=_recurrent_q_layers
+    )  # with one lstm/gru
     batch_size: int = 32  # sequences per update (over all learners)
     buffer_type: str = "PER"  # REPLAY_QUE (uniform) or PER (prioritized by sequence)
     buffer_size: int = 10_000  # sequences kept
     updates_per_step: float = 0.1  # gradient updates per env step
     n_step: int = 5  # n-step targets, computed inside each sequence by the learner
     double_q: bool = True  # the online net picks the bootstrap action, the target values it
+    dueling: bool = False  # not supported by R2D2: must stay false
     target_update: int = 500  # updates between target-network syncs
     sequence_len: int = 40  # steps learnt from per sequence
     burn_in: int = 20  # steps before them that only warm the stored memory (no gradient)
-    sequence_overlap: int | None = None  # steps consecutive sequences share; null: half a row
+    sequence_overlap: int | None = None  # steps consecutive sequences share; null: half a sequence
     priority_eta: float = 0.9  # a sequence's priority: eta max |TD| + (1 - eta) mean |TD|
 
     #: The Q network's memory: one lstm or gru layer in value_layers (required).
