@@ -32,7 +32,8 @@ class ReplayNeeds:
 class SequenceReplayNeeds(ReplayNeeds):
     """Off-policy on sequences: workers cut each env's episodes into rows of ``burn_in +
     sequence_len`` steps, a row starting every ``burn_in + sequence_len - overlap`` steps,
-    each with the memory its first step was acted from. Replay stores and samples whole
+    each with the memory its first step was acted from; an episode's first row leads with
+    ``burn_in`` padding steps, so that its first steps are learnt. Replay stores and samples whole
     rows (``batch_size``, ``buffer_size``: rows), and counts the env steps they store
     (``learn_start``, ``updates_per_step``: env steps). Nothing is n-step folded."""
 
