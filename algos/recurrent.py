@@ -22,9 +22,9 @@ from torch import nn
 from algos.layers import layer_field, recurrent_index
 from algos.networks import ACTIVATIONS, build_body, head_layers, stack_layers
 from algos.observations import ObservationInput
+from joyrl_ray.batch import MEMORY
 
-#: The column of the memory each step was acted from, ``[T, N, k, H]`` in a rollout.
-MEMORY = "memory"
+__all__ = ["MEMORY", "RecurrentNetwork", "episode_starts", "from_sequences", "to_sequences"]
 
 
 class RecurrentNetwork(nn.Module):
@@ -79,6 +79,15 @@ class RecurrentNetwork(nn.Module):
         out, memory = self._cell(self._encode(obs, 1), memory)
         features = self.activation(out)
         return self.head(features), features, memory
+
+    def advance(self, obs: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        """The memory ``[B, k, H]`` after sequences ``obs`` ``[L, B, ...]`` read from
+        ``memory`` (no episode starts inside): what a burn-in warms."""
+        if len(obs) == 0:
+            return memory
+        x = self._encode(obs, 2)
+        _, final = self._run(_Segments.of(None, *x.shape[:2]), x, memory, None)
+        return final  # one segment per column, in column order
 
     def unroll(
         self,

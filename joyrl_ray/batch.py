@@ -24,6 +24,12 @@ STEP_COLUMNS = (OBS, ACTIONS, REWARDS, NEXT_OBS, TERMINATED, TRUNCATED)
 # Off-policy transitions (n-step folded by workers): target = rewards + discounts * V(next_obs).
 DISCOUNTS = "discounts"
 
+# Sequence replay rows (cut by workers, ``[L, ...]`` per row): which steps are real (an
+# episode's tail is padded), and how many env steps the row stores for the first time.
+MASK = "mask"
+MEMORY = "memory"  # a recurrent policy's memory each step was acted from; a row's first step's
+NEW_STEPS = "new_steps"
+
 # Added by a replay shard (DataServer) to every sampled batch.
 SLOTS = "slots"  # replay slots the rows were read from
 GENERATIONS = "generations"  # write count of each slot at sampling time

@@ -29,6 +29,30 @@ class ReplayNeeds:
 
 
 @dataclass(frozen=True)
+class SequenceReplayNeeds(ReplayNeeds):
+    """Off-policy on sequences: workers cut each env's episodes into rows of ``burn_in +
+    sequence_len`` steps, a row starting every ``burn_in + sequence_len - overlap`` steps,
+    each with the memory its first step was acted from; an episode's first row leads with
+    ``burn_in`` padding steps, so that its first steps are learnt. Replay stores and samples whole
+    rows (``batch_size``, ``buffer_size``: rows), and counts the env steps they store
+    (``learn_start``, ``updates_per_step``: env steps). Nothing is n-step folded."""
+
+    sequence_len: int = 40  # steps learnt from per row
+    burn_in: int = 0  # steps before them that only warm the memory
+    overlap: int = 20  # steps consecutive rows of an episode share
+
+    @property
+    def length(self) -> int:
+        """Steps per row."""
+        return self.burn_in + self.sequence_len
+
+    @property
+    def stride(self) -> int:
+        """Steps between the first steps of consecutive rows of an episode."""
+        return self.length - self.overlap
+
+
+@dataclass(frozen=True)
 class RolloutNeeds:
     """On-policy: one rollout of ``rollout_len`` steps per env per weights version."""
 
@@ -50,4 +74,4 @@ class AsyncRolloutNeeds:
 
 
 OnPolicyNeeds = RolloutNeeds | AsyncRolloutNeeds
-DataNeeds = ReplayNeeds | RolloutNeeds | AsyncRolloutNeeds
+DataNeeds = ReplayNeeds | SequenceReplayNeeds | RolloutNeeds | AsyncRolloutNeeds

@@ -322,6 +322,16 @@ CASES = [
         r"it takes lstm / gru in: none of its layer lists",
     ),
     Case(
+        "r2d2_without_a_recurrent_layer",
+        fixed(
+            "--yaml",
+            str(ROOT / "configs" / "cartpole_novel_r2d2.yaml"),
+            "algo_cfg.value_layers=[{layer_type: linear, layer_dim: [8], activation: relu}]",
+        ),
+        r"algo_cfg\.value_layers has no recurrent layer",
+        r"allowed: value_layers with one layer of layer_type lstm or gru",
+    ),
+    Case(
         "buffer_type_unknown",
         fixed("algo_cfg.buffer_type=ring"),
         r"algo_cfg\.buffer_type='RING'",

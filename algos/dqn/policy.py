@@ -25,6 +25,12 @@ from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
 
 
+def epsilon_at(cfg: Any, env_steps: int) -> float:
+    """The exploration rate after ``env_steps``: exponential decay from start to end."""
+    decay = max(float(cfg.epsilon_decay), 1e-8)
+    return cfg.epsilon_end + (cfg.epsilon_start - cfg.epsilon_end) * math.exp(-env_steps / decay)
+
+
 class DuelingQNetwork(nn.Module):
     """Q = V + A - mean(A) over a shared trunk."""
 
@@ -58,11 +64,7 @@ class DQNPolicy(Policy):
         self.q_net.to(device)
 
     def epsilon(self, env_steps: int) -> float:
-        cfg = self.cfg
-        decay = max(float(cfg.epsilon_decay), 1e-8)
-        return cfg.epsilon_end + (cfg.epsilon_start - cfg.epsilon_end) * math.exp(
-            -env_steps / decay
-        )
+        return epsilon_at(self.cfg, env_steps)
 
     def exploration_stats(self, env_steps: int) -> dict[str, float]:
         return {"epsilon": self.epsilon(env_steps)}

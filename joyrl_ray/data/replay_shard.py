@@ -84,11 +84,15 @@ class DataServer(DataPlaneRole):
         buffer_state: dict[str, np.ndarray] | None = None,
         coordinator: ReportSink | None = None,
         forward_every_s: float = FORWARD_EVERY_S,
+        steps_column: str | None = None,
     ) -> None:
         role = "data server" if n_shards == 1 else f"data server {shard}"
         super().__init__(role)
         self.needs = needs
         self.shard = shard
+        #: The column holding the env steps each row stores (None: a row is one step); what
+        #: the shard counts as stored, dropped and inserted (the update-to-data ratio).
+        self.steps_column = steps_column
         self.capacity = math.ceil(needs.buffer_size / n_shards)
         shard_seed = None if seed is None else seed + 7919 * shard
         self.buffer = build_buffer(needs, self.capacity, shard_seed)
@@ -131,7 +135,7 @@ class DataServer(DataPlaneRole):
         newer than ``known_version`` as the coordinator last answered this shard."""
         t0 = time.monotonic()
         with self._cond:
-            rows = batch_rows(batch) if batch is not None else 0
+            rows = self._env_steps(batch)
             if self.stop_reason is not None:  # a chunk that raced the stop: not learned from
                 self.dropped["after_stop"] += rows
             elif rows:
@@ -148,6 +152,14 @@ class DataServer(DataPlaneRole):
         ack = self._ack(rows, throttled, self.reports.latest(), known_version)
         self.busy_s += time.monotonic() - t0
         return ack
+
+    def _env_steps(self, batch: Batch | None) -> int:
+        """The env steps ``batch`` stores: its rows, or the sum of its steps column."""
+        if not batch:
+            return 0
+        if self.steps_column is None:
+            return batch_rows(batch)
+        return int(np.sum(batch[self.steps_column]))
 
     def flush_reports(self, timeout_s: float) -> bool:
         """Forward the reports still here and wait for the answer (at the end of a run)."""

@@ -5,7 +5,8 @@ The data path, one hop at a time (replay; the rollout flows differ where marked)
 1. ``Worker.step`` collects a chunk: one policy forward and one vector env step per step,
    written into ``[time, env]`` columns (``roles/worker/chunk.py``).
 2. The worker's sender prepares it (``ReplaySender.prepare``: n-step folded, stacked
-   frames once each; a rollout travels whole) and sends it with the worker's report:
+   frames once each; sequence replay cuts overlapping sequences instead; a rollout
+   travels whole) and sends it with the worker's report:
    into the worker's replay shard (``DataServer.insert``), which forwards reports to the
    coordinator a few times a second and whose ack carries the stop, throttling and newer
    weights (rollouts: ``RolloutQueue.push_rollout``, then ``Coordinator.report_worker``).

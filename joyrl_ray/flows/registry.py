@@ -9,15 +9,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from joyrl_ray.data_needs import AsyncRolloutNeeds, DataNeeds, ReplayNeeds, RolloutNeeds
+from joyrl_ray.data_needs import (
+    AsyncRolloutNeeds,
+    DataNeeds,
+    ReplayNeeds,
+    RolloutNeeds,
+    SequenceReplayNeeds,
+)
 from joyrl_ray.flows.async_rollouts import AsyncRolloutFlow
 from joyrl_ray.flows.base import DataFlow
 from joyrl_ray.flows.replay import ReplayFlow
 from joyrl_ray.flows.report_only import ReportOnlyFlow
 from joyrl_ray.flows.rollouts import RolloutFlow
+from joyrl_ray.flows.sequence_replay import SequenceReplayFlow
 
 FLOWS: dict[type, Callable[[Any], DataFlow]] = {
     ReplayNeeds: ReplayFlow,
+    SequenceReplayNeeds: SequenceReplayFlow,
     RolloutNeeds: RolloutFlow,
     AsyncRolloutNeeds: AsyncRolloutFlow,
 }

@@ -96,12 +96,20 @@ class ReplayFlow(DataFlow):
             }
             if factory.forward_every_s is not None:
                 kwargs["forward_every_s"] = factory.forward_every_s
+            kwargs.update(self.shard_kwargs())
             callers = len(range(i, setup.n_workers, setup.n_shards))
             handle = factory.start(
                 DataServer, "DataServer", f"replay-shard-{i}", kwargs,
                 callers=callers, restartable=True,
             )
             shards.append(DataServerClient(handle))
+        return self.plane(shards)
+
+    def shard_kwargs(self) -> dict[str, Any]:
+        """What this flow's shards take besides what every replay shard does."""
+        return {}
+
+    def plane(self, shards: list[DataServerClient]) -> ReplayPlane:
         return ReplayPlane(self.needs, shards)
 
     def check_resume(
