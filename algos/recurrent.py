@@ -86,7 +86,8 @@ class RecurrentNetwork(nn.Module):
         if len(obs) == 0:
             return memory
         x = self._encode(obs, 2)
-        _, final = self._run(_Segments.of(None, *x.shape[:2]), x, memory, None)
+        _, final = self._run(_Segments.of(None, *x.shape[:2]), x, memory, None, ends_needed=True)
+        assert final is not None
         return final  # one segment per column, in column order
 
     def unroll(
@@ -133,8 +134,8 @@ class RecurrentNetwork(nn.Module):
         batch goes through the layer as it is: each segment's padding comes after its last
         step and its outputs are never read, and CPU torch runs a plain batch through its
         fused kernel (its packed path steps in Python-sized pieces, several times slower to
-        differentiate). The memory at a segment's end is read from a packed run, which stops
-        each segment at its last step.
+        differentiate). Where the ends are needed and some segment is shorter than the longest,
+        the batch is packed instead, which stops each segment at its last step.
         """
         first = memory if starts is None else memory * (~starts[0]).to(memory.dtype)[:, None, None]
         initial = memory.new_zeros(cut.count, self.slots, self.hidden)
@@ -142,7 +143,7 @@ class RecurrentNetwork(nn.Module):
         padded = x.new_zeros(cut.longest, cut.count, x.shape[-1])
         padded = padded.index_put((cut.position, cut.segment), x)
         inputs: torch.Tensor | nn.utils.rnn.PackedSequence = padded
-        if ends_needed:
+        if ends_needed and cut.count * cut.longest > len(cut.segment.flatten()):  # padding
             inputs = nn.utils.rnn.pack_padded_sequence(padded, cut.lengths, enforce_sorted=False)
         if self.kind == "lstm":
             state = (initial[:, 0][None].contiguous(), initial[:, 1][None].contiguous())

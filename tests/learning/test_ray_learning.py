@@ -54,9 +54,6 @@ CASES: dict[str, tuple[str, tuple[str, ...], float]] = {
     "ppo-gru-cue-recall": ("cue_recall_ppo_lstm", (), 0.9),
     # APPO with an LSTM on Pendulum without its angular velocity (its yaml's budget: 300k).
     "appo-lstm-pendulum-novel": ("pendulum_novel_appo_lstm", (), -300.0),
-    # R2D2 (an LSTM Q network on sequence replay, two shards) on CartPole without its
-    # velocities (its yaml's budget: 150k env steps).
-    "r2d2-cartpole-novel-2-shards": ("cartpole_novel_r2d2", (SHARDS_2,), 475.0),
 }
 
 
