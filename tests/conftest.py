@@ -19,13 +19,27 @@ def ray_session():
     import ray
 
     if not ray.is_initialized():
-        # address="local": a bare init would join whatever cluster a stale file in Ray's
-        # temp dir names (a cluster test's `ray start`, say) instead of starting our own.
-        ray.init(
-            address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING
-        )
+        _start_local_ray(ray)
     yield ray
     ray.shutdown()
+
+
+def _start_local_ray(ray, tries: int = 3) -> None:
+    """``ray.init`` of a local Ray, tried again when its node times out during startup: each
+    xdist worker starts its own while the others run, and on a loaded 2-core machine a
+    raylet may miss Ray's start-up deadline once."""
+    for attempt in range(1, tries + 1):
+        try:
+            # address="local": a bare init would join whatever cluster a stale file in Ray's
+            # temp dir names (a cluster test's `ray start`, say) instead of starting our own.
+            ray.init(
+                address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING
+            )
+            return
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == tries:
+                raise
+            ray.shutdown()
 
 
 def _shared_fixture_group(item: pytest.Item) -> str | None:
@@ -38,7 +52,7 @@ def _shared_fixture_group(item: pytest.Item) -> str | None:
         # Our own fixtures only (pytest's tmp_path_factory is session-scoped too).
         if not defs or not defs[-1].func.__module__.startswith("tests"):
             continue
-        if defs[-1].scope == "session":
+        if defs[-1].scope == "session" and name != "ray_session":
             return name
         if defs[-1].scope == "module":
             return item.module.__name__
@@ -48,17 +62,16 @@ def _shared_fixture_group(item: pytest.Item) -> str | None:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The slow tests first, so that the xdist workers end together; and the tests sharing
-    a module- or session-scoped fixture (one run read by several tests) on one worker, so
-    that the run happens once (``--dist loadgroup``). The tests borrowing the session Ray,
-    with those sharing a module's fixture with one of them, are one group: one idle Ray
-    in all (about 4% of a core each) rather than one per xdist worker."""
+    a module- or session-scoped fixture of ours (one run read by several tests) on one
+    worker, so that the run happens once (``--dist loadgroup``). The session Ray is the
+    exception: each xdist worker starts its own (``ray_session``) when a test of it first
+    asks, so the tests borrowing one spread over the workers instead of queueing on one
+    (an idle Ray costs a few percent of a core; a queue of Ray runs on one worker would be
+    the suite's longest path)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if not config.pluginmanager.hasplugin("xdist"):
         return
-    groups = {item: _shared_fixture_group(item) for item in items}
-    on_ray = {group for item, group in groups.items() if "ray_session" in item.fixturenames}
-    for item, group in groups.items():
-        if group in on_ray:
-            item.add_marker(pytest.mark.xdist_group("ray_session"))
-        elif group is not None:
+    for item in items:
+        group = _shared_fixture_group(item)
+        if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))

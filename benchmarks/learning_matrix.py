@@ -1,0 +1,225 @@
+"""The learning matrix: every claim of the README's algorithm table, run to its threshold.
+
+Each case is the real ``python main.py --yaml configs/<name>.yaml`` with the case's
+overrides and seed, a budget of env steps (``max_env_steps``) and a threshold on the best
+online evaluation (10 episodes); the run stops at the first evaluation that reaches it.
+A case passes when that evaluation came within the budget. One line per case and seed,
+then one JSON object: ``{"<case>": {"<seed>": {"solved_at": n | null, "best": x,
+"process_s": s}}}``; the exit code is 1 when a case failed.
+
+    python benchmarks/learning_matrix.py                        # every case, seed 1
+    python benchmarks/learning_matrix.py --cases ray-sac-pendulum --seeds 1 2 3
+    python benchmarks/learning_matrix.py --list                 # the cases and which CI runs
+
+Why a benchmark and not tests: the whole matrix takes about an hour of a 2-core machine.
+CI (``tests/learning/``) runs the cases marked ``ci``: one learning run per algorithm in one
+process, one per data flow on Ray (replay, synchronous and asynchronous rollouts, each
+with two learners), and the policies with memory. The rest (each algorithm again on Ray,
+its variants, the observation kinds) run here, before a release and after a change to an
+algorithm or a flow. The figures go to ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class LearningCase:
+    """One claim: ``config`` (a yaml under configs/) on ``backend`` reaches ``threshold``
+    within ``budget`` env steps. ``ci``: tests/learning/ runs it on every CI run."""
+
+    config: str
+    backend: str
+    threshold: float
+    budget: int
+    overrides: tuple[str, ...] = ()
+    ci: bool = False
+
+    def args(self) -> tuple[str, ...]:
+        """The command-line overrides of the run (after ``--yaml``), without the seed."""
+        workers = ("general_cfg.n_workers=2",) if self.backend == "ray" else ()
+        return (
+            f"general_cfg.mp_backend={self.backend}",
+            *workers,
+            f"general_cfg.max_env_steps={self.budget}",
+            f"general_cfg.reward_threshold={self.threshold:g}",
+            *self.overrides,
+        )
+
+
+SHARDS_2 = "general_cfg.n_replay_shards=2"  # worker k -> shard k mod 2, sampled round robin
+LEARNERS_2 = "general_cfg.n_learners=2"
+SEED_2 = "general_cfg.seed=2"
+
+
+def _dqn_variant(algo: str, *extra: str) -> tuple[str, ...]:
+    return (SEED_2, f"general_cfg.algo_name={algo}", *extra)
+
+
+#: id -> case. Ids start with the backend.
+CASES: dict[str, LearningCase] = {
+    # ----- one process: each algorithm learns (CI) -----
+    "single-td3-pendulum": LearningCase("pendulum_td3", "single", -200.0, 20_000, ci=True),
+    "single-sac-pendulum": LearningCase("pendulum_sac", "single", -200.0, 12_000, ci=True),
+    "single-ppo-cartpole": LearningCase("cartpole_ppo", "single", 475.0, 50_000, ci=True),
+    "single-ppo-gaussian-pendulum": LearningCase(
+        "pendulum_ppo", "single", -300.0, 100_000, ci=True
+    ),
+    # The DQN variants, on seed 2, to 200 within 20k env steps.
+    "single-dqn-per": LearningCase(
+        "cartpole_dqn", "single", 200.0, 20_000, (SEED_2, "algo_cfg.buffer_type=PER"), ci=True
+    ),
+    "single-doubledqn-nstep3": LearningCase(
+        "cartpole_dqn",
+        "single",
+        200.0,
+        20_000,
+        _dqn_variant("DoubleDQN", "algo_cfg.n_step=3"),
+        ci=True,
+    ),
+    "single-duelingdqn-per-nstep3": LearningCase(
+        "cartpole_dqn",
+        "single",
+        200.0,
+        20_000,
+        _dqn_variant("DuelingDQN", "algo_cfg.buffer_type=PER", "algo_cfg.n_step=3"),
+        ci=True,
+    ),
+    "single-slow-cartpole-ppo-async-envs": LearningCase(
+        "slow_cartpole_ppo_single", "single", 475.0, 100_000, ci=True
+    ),
+    # ----- one process: the rest -----
+    "single-dqn-cartpole": LearningCase("cartpole_dqn", "single", 475.0, 60_000),
+    "single-appo-cartpole": LearningCase("cartpole_appo", "single", 475.0, 100_000),
+    "single-ppo-lstm-cartpole-novel": LearningCase(
+        "cartpole_novel_ppo_lstm_single", "single", 475.0, 150_000
+    ),
+    # ----- Ray, one case per data flow, two learners each (CI) -----
+    "ray-per-2-shards-2-learners": LearningCase(
+        "cartpole_dqn_per", "ray", 475.0, 40_000, (SHARDS_2, LEARNERS_2), ci=True
+    ),
+    "ray-ppo-2-learners": LearningCase(
+        "cartpole_ppo", "ray", 475.0, 50_000, (LEARNERS_2,), ci=True
+    ),
+    "ray-impala-2-learners": LearningCase(
+        "cartpole_impala", "ray", 475.0, 30_000, (LEARNERS_2,), ci=True
+    ),
+    # ----- Ray, policies with memory (CI) -----
+    # CartPole without its velocities (an LSTM), Pendulum without its angular velocity
+    # (APPO + LSTM), a cue recalled after 5 blank steps (a GRU).
+    "ray-ppo-lstm-cartpole-novel": LearningCase(
+        "cartpole_novel_ppo_lstm", "ray", 475.0, 150_000, ci=True
+    ),
+    "ray-appo-lstm-pendulum-novel": LearningCase(
+        "pendulum_novel_appo_lstm", "ray", -300.0, 300_000, ci=True
+    ),
+    "ray-ppo-gru-cue-recall": LearningCase("cue_recall_ppo_lstm", "ray", 0.9, 20_000, ci=True),
+    # ----- Ray: every algorithm and variant again, the observation kinds -----
+    "ray-dqn-cartpole": LearningCase("cartpole_dqn", "ray", 475.0, 60_000),
+    "ray-dqn-cartpole-2-shards": LearningCase("cartpole_dqn", "ray", 475.0, 60_000, (SHARDS_2,)),
+    "ray-dqn-per-cartpole-2-shards": LearningCase(
+        "cartpole_dqn_per", "ray", 475.0, 60_000, (SHARDS_2,)
+    ),
+    "ray-doubledqn-per-cartpole": LearningCase(
+        "cartpole_dqn_per", "ray", 475.0, 60_000, ("general_cfg.algo_name=DoubleDQN",)
+    ),
+    "ray-duelingdqn-nstep3-cartpole": LearningCase(
+        "cartpole_dqn",
+        "ray",
+        475.0,
+        60_000,
+        ("general_cfg.algo_name=DuelingDQN", "algo_cfg.n_step=3"),
+    ),
+    "ray-td3-pendulum": LearningCase("pendulum_td3", "ray", -200.0, 40_000),
+    "ray-sac-pendulum": LearningCase("pendulum_sac", "ray", -200.0, 30_000),
+    "ray-ppo-cartpole": LearningCase("cartpole_ppo", "ray", 475.0, 50_000),
+    "ray-appo-cartpole": LearningCase("cartpole_appo", "ray", 475.0, 100_000),
+    "ray-appo-pendulum": LearningCase("pendulum_appo", "ray", -300.0, 300_000),
+    "ray-impala-cartpole": LearningCase("cartpole_impala", "ray", 475.0, 100_000),
+    "ray-appo-2-learners": LearningCase("cartpole_appo", "ray", 475.0, 40_000, (LEARNERS_2,)),
+    "ray-dqn-goalgrid-dict": LearningCase("goalgrid_dqn", "ray", 0.9, 50_000),
+    "ray-ppo-goalgrid-dict": LearningCase("goalgrid_ppo", "ray", 0.9, 100_000),
+    "ray-dqn-frozenlake-discrete": LearningCase("frozenlake_dqn", "ray", 1.0, 30_000),
+    "ray-slow-cartpole-ppo-async-envs": LearningCase("slow_cartpole_ppo", "ray", 475.0, 100_000),
+    "ray-r2d2-cartpole-novel-2-shards": LearningCase("cartpole_novel_r2d2", "ray", 475.0, 150_000),
+}
+
+
+def run_case(case: LearningCase, seed: int, tasks_dir: Path) -> dict:
+    """One run of ``case`` at ``seed``: the env steps of its first evaluation at or above the
+    threshold (None: not within the budget), its best evaluation, whole-process seconds."""
+    started = time.time()
+    cmd = [
+        sys.executable,
+        str(ROOT / "main.py"),
+        "--yaml",
+        str(ROOT / "configs" / f"{case.config}.yaml"),
+        *case.args(),
+        f"general_cfg.seed={seed}",
+        f"general_cfg.tasks_dir={tasks_dir}",
+        "general_cfg.progress=false",
+        "general_cfg.save_fig=false",
+    ]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    process_s = round(time.time() - started, 1)
+    if result.returncode != 0:
+        return {"error": f"exit {result.returncode}: {result.stderr.strip()[-300:]}"}
+    task = Path(result.stdout.strip().splitlines()[-1])
+    summary = json.loads((task / "results" / "summary.json").read_text())
+    history = summary["eval_history"]
+    solving = [e["env_steps"] for e in history if e["return_mean"] >= case.threshold]
+    solved_at = solving[0] if solving and solving[0] <= case.budget else None
+    best = max((e["return_mean"] for e in history), default=None)
+    return {"solved_at": solved_at, "best": best, "process_s": process_s}
+
+
+def _shown(outcome: dict, case: LearningCase) -> str:
+    if "error" in outcome:
+        return outcome["error"]
+    best = "none" if outcome["best"] is None else f"{outcome['best']:.1f}"
+    if outcome["solved_at"] is None:
+        return f"NOT solved within {case.budget} env steps (best {best}), {outcome['process_s']} s"
+    return f"solved at {outcome['solved_at']} env steps of {case.budget}, {outcome['process_s']} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--seeds", nargs="*", type=int, default=[1])
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, case in CASES.items():
+            print(
+                f"{name:36s} {'ci ' if case.ci else '   '} {case.config} {' '.join(case.overrides)}"
+            )
+        return
+    results: dict[str, dict[str, dict]] = {}
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.cases:
+            case = CASES[name]
+            results[name] = {}
+            for seed in args.seeds:
+                outcome = run_case(case, seed, Path(tmp) / f"{name}-{seed}")
+                results[name][str(seed)] = outcome
+                failed |= outcome.get("solved_at") is None
+                print(f"{name:36s} seed {seed}: {_shown(outcome, case)}", flush=True)
+    print(json.dumps(results))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
