@@ -29,8 +29,8 @@ QUICK = (
     "general_cfg.save_fig=false",
 )
 DQN_QUICK = (
-    "general_cfg.max_env_steps=1500",
-    "general_cfg.model_save_fre=200",
+    "general_cfg.max_env_steps=800",
+    "general_cfg.model_save_fre=100",
     "algo_cfg.learn_start=300",
 )
 #: kind -> (config, overrides, the packed fields of an observation (None: not packed))
@@ -164,9 +164,16 @@ def test_dict_observations_export_to_minari_as_dicts(
 
 
 #: algorithm -> (its shipped config, overrides for a few updates on the goal grid)
+#: A few DQN updates: 200, with an evaluation every 100.
+DQN_FEW = (
+    "general_cfg.max_env_steps=600",
+    "general_cfg.model_save_fre=100",
+    "algo_cfg.learn_start=200",
+    "algo_cfg.batch_size=32",
+)
 EVERY_ALGORITHM: dict[str, tuple[str, tuple[str, ...]]] = {
-    "DQN": ("goalgrid_dqn", DQN_QUICK),
-    "DuelingDQN": ("goalgrid_dqn", (*DQN_QUICK, "general_cfg.algo_name=DuelingDQN")),
+    "DQN": ("goalgrid_dqn", DQN_FEW),
+    "DuelingDQN": ("goalgrid_dqn", (*DQN_FEW, "general_cfg.algo_name=DuelingDQN")),
     "PPO": ("goalgrid_ppo", ("general_cfg.max_env_steps=2048",)),
     "APPO": ("cartpole_appo", ("general_cfg.max_env_steps=2048",)),
     "IMPALA": ("cartpole_impala", ("general_cfg.max_env_steps=2048",)),
