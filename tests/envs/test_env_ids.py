@@ -9,9 +9,10 @@ import gymnasium as gym
 import pytest
 
 from envs import EnvConfig, EnvSpecError, check_env_id, check_wrappers, make_env
+from joyrl_ray.run.runner import run
 from tests.support import registering_env
 from tests.support.registering_env import ENV_ID, CountdownEnv
-from tests.support.runs import run_main
+from tests.support.runs import make_cfg
 
 MODULE = "tests.support.registering_env"
 
@@ -99,23 +100,26 @@ def test_a_module_constant_is_not_taken_for_an_env() -> None:
 
 
 @pytest.mark.slow
-def test_every_ray_role_resolves_a_module_env_id(tmp_path) -> None:
-    # Workers, learner and evaluator are separate processes: each must import the module
-    # (registering the id) by itself.
-    result = run_main(
-        f"env_cfg.id={MODULE}:{ENV_ID}",
-        "general_cfg.mp_backend=ray",
-        "general_cfg.n_workers=2",
-        "general_cfg.max_env_steps=600",
-        "general_cfg.model_save_fre=100",
-        "general_cfg.online_eval_episode=2",
-        "general_cfg.save_fig=false",
-        "general_cfg.progress=false",
-        f"general_cfg.tasks_dir={tmp_path}",
-        "algo_cfg.learn_start=64",
-        timeout=300,
+def test_every_ray_role_resolves_a_module_env_id(ray_session, tmp_path) -> None:
+    # Workers, learner and DataServer are Ray actors, each a process of its own (the runner
+    # as main.py calls it, on the session's Ray): each must import the module (registering
+    # the id) by itself. The evaluator is a thread of the driver, this process.
+    result = run(
+        make_cfg(
+            tmp_path,
+            f"env_cfg.id={MODULE}:{ENV_ID}",
+            "general_cfg.mp_backend=ray",
+            "general_cfg.n_workers=2",
+            "general_cfg.max_env_steps=400",
+            "general_cfg.model_save_fre=100",
+            "general_cfg.online_eval_episode=2",
+            "general_cfg.save_fig=false",
+            "algo_cfg.learn_start=64",
+            "algo_cfg.batch_size=32",
+            "algo_cfg.value_layers=[{layer_type: linear, layer_dim: [32], activation: relu}]",
+        )
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.exit_code == 0, result.summary
     (task,) = list(tmp_path.iterdir())
     summary = json.loads((task / "results" / "summary.json").read_text())
     assert summary["env_id"] == f"{MODULE}:{ENV_ID}" and summary["eval_history"]

@@ -17,7 +17,7 @@ from envs.observations import PackedLayout
 from joyrl_ray import export_minari
 from joyrl_ray.run import trajectories
 from joyrl_ray.run.runner import run
-from tests.support.cli_runs import train
+from tests.support.cli_runs import train_in_process
 from tests.support.runs import ROOT, make_cfg, needs_extra
 
 QUICK = (
@@ -29,8 +29,8 @@ QUICK = (
     "general_cfg.save_fig=false",
 )
 DQN_QUICK = (
-    "general_cfg.max_env_steps=1500",
-    "general_cfg.model_save_fre=200",
+    "general_cfg.max_env_steps=800",
+    "general_cfg.model_save_fre=100",
     "algo_cfg.learn_start=300",
 )
 #: kind -> (config, overrides, the packed fields of an observation (None: not packed))
@@ -116,23 +116,25 @@ def test_each_observation_kind_trains_evaluates_checkpoints_collects_and_tests(
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_sac_on_dict_observations_with_box_actions_runs_on_ray(tmp_path: Path) -> None:
-    summary = train(
+def test_sac_on_dict_observations_with_box_actions_runs_on_ray(ray_session, tmp_path: Path) -> None:
+    # The runner as main.py calls it, on the session's Ray: its workers, learner and
+    # DataServer are real Ray actors, each building the policy for the dict observations.
+    summary = train_in_process(
         tmp_path,
         "pendulum_sac",
         (
             "general_cfg.mp_backend=ray",
             "general_cfg.n_workers=2",
-            "general_cfg.max_env_steps=1000",
-            "general_cfg.model_save_fre=200",
+            "general_cfg.max_env_steps=600",
+            "general_cfg.model_save_fre=100",
             "general_cfg.online_eval_episode=3",
             "env_cfg.id=envs.goal_grid:GoalGridEnv",
             "env_cfg.kwargs={actions: continuous}",
-            "algo_cfg.learn_start=300",
-            "algo_cfg.random_steps=300",
+            "algo_cfg.learn_start=200",
+            "algo_cfg.random_steps=200",
+            "algo_cfg.batch_size=32",
         ),
         threshold=None,
-        timeout=300,
     )
     assert summary["algo"] == "SAC" and summary["stop_reason"] == "max_env_steps"
     assert summary["updates"] > 0 and summary["eval_history"]
@@ -162,20 +164,30 @@ def test_dict_observations_export_to_minari_as_dicts(
 
 
 #: algorithm -> (its shipped config, overrides for a few updates on the goal grid)
+#: A few DQN updates: 200, with an evaluation every 100.
+DQN_FEW = (
+    "general_cfg.max_env_steps=600",
+    "general_cfg.model_save_fre=100",
+    "algo_cfg.learn_start=200",
+    "algo_cfg.batch_size=32",
+)
 EVERY_ALGORITHM: dict[str, tuple[str, tuple[str, ...]]] = {
-    "DQN": ("goalgrid_dqn", DQN_QUICK),
-    "DuelingDQN": ("goalgrid_dqn", (*DQN_QUICK, "general_cfg.algo_name=DuelingDQN")),
+    "DQN": ("goalgrid_dqn", DQN_FEW),
+    "DuelingDQN": ("goalgrid_dqn", (*DQN_FEW, "general_cfg.algo_name=DuelingDQN")),
     "PPO": ("goalgrid_ppo", ("general_cfg.max_env_steps=2048",)),
     "APPO": ("cartpole_appo", ("general_cfg.max_env_steps=2048",)),
     "IMPALA": ("cartpole_impala", ("general_cfg.max_env_steps=2048",)),
+    # An update per env step: a checkpoint (and an evaluation) every 50 updates, not each.
     **{
         algo: (
             f"pendulum_{algo.lower()}",
             (
-                "general_cfg.max_env_steps=500",
+                "general_cfg.max_env_steps=300",
+                "general_cfg.model_save_fre=50",
                 "env_cfg.kwargs={actions: continuous}",
-                "algo_cfg.learn_start=200",
-                "algo_cfg.random_steps=200",
+                "algo_cfg.learn_start=100",
+                "algo_cfg.random_steps=100",
+                "algo_cfg.batch_size=32",
             ),
         )
         for algo in ("SAC", "TD3")

@@ -1,6 +1,7 @@
 """Resumes through ``python main.py``, from one short single-process run that kept its replay
-(``save_buffer``): a resume with more workers than the run had goes on with them, and a
-resume into another replay size is refused in one line."""
+(``save_buffer``; the runner as main.py calls it, in the test's process): a resume with more
+workers than the run had goes on with them, and a resume into another replay size is
+refused in one line."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from tests.support.cli_runs import (
     config_path,
     run_to_end,
     summary_of,
-    train,
+    train_in_process,
 )
 from tests.support.procs import task_dirs
 
 RUN_TIMEOUT_S = 120
-FIRST_STEPS, RESUMED_STEPS = 1500, 3000
+FIRST_STEPS, RESUMED_STEPS = 800, 1400
 RUN = (
     "general_cfg.mp_backend=single",
     "general_cfg.save_buffer=true",
@@ -35,12 +36,11 @@ RUN = (
 def one_worker_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """A finished 1-worker run with its replay saved: (task directory, summary)."""
     tasks = tmp_path_factory.mktemp("one_worker")
-    summary = train(
+    summary = train_in_process(
         tasks,
         "cartpole_dqn",
         (*RUN, "general_cfg.n_workers=1", f"general_cfg.max_env_steps={FIRST_STEPS}"),
         threshold=None,
-        timeout=RUN_TIMEOUT_S,
     )
     (task,) = task_dirs(tasks)
     return task, summary

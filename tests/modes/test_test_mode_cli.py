@@ -1,6 +1,7 @@
 """Test mode through ``python main.py`` on checkpoints of the asynchronous on-policy flow (APPO)
-and of a continuous off-policy algorithm (SAC): a short single-process training run, then
-``general_cfg.mode=test general_cfg.load_path=<its task directory>`` plays greedy episodes."""
+and of a continuous off-policy algorithm (SAC): a short single-process training run (the
+runner as main.py calls it, in the test's process), then ``python main.py
+general_cfg.mode=test general_cfg.load_path=<its task directory>`` plays greedy episodes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.cli_runs import config_path, run_to_end, summary_of, train
+from tests.support.cli_runs import config_path, run_to_end, summary_of, train_in_process
 from tests.support.procs import task_dirs
 
 RUN_TIMEOUT_S = 120
@@ -29,11 +30,11 @@ TRAINING = {
     "SAC": (
         "pendulum_sac",
         (
-            "general_cfg.max_env_steps=600",
+            "general_cfg.max_env_steps=400",
             "general_cfg.model_save_fre=100",
             "algo_cfg.learn_start=200",
             "algo_cfg.random_steps=200",
-            "algo_cfg.batch_size=64",
+            "algo_cfg.batch_size=32",
         ),
         (-16.3 * 200, 0.0),  # Pendulum-v1: at most -16.3 a step, 200 steps
     ),
@@ -46,7 +47,7 @@ def test_test_mode_plays_episodes_from_a_checkpoint_and_writes_their_returns(
     algo: str, tmp_path: Path
 ) -> None:
     config, overrides, (lowest, highest) = TRAINING[algo]
-    trained = train(tmp_path, config, (*QUICK, *overrides), threshold=None, timeout=RUN_TIMEOUT_S)
+    trained = train_in_process(tmp_path, config, (*QUICK, *overrides), threshold=None)
     assert trained["updates"] > 0
     (train_dir,) = task_dirs(tmp_path)
 

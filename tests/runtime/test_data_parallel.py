@@ -14,7 +14,8 @@ else than one learner on the whole batch, and nothing else would notice.
 - A real 2-learner run keeps the ranks identical over more than 100 gradient steps
   (summary.json ``learners[*].params_digest``), for DQN, SAC and PPO.
 - Checkpoints do not depend on the number of learners: a 2-learner run resumes with one
-  learner and tests with one, and a 1-learner run resumes with two.
+  learner and tests with one, and that 1-learner run (its checkpoints one learner's)
+  resumes with two.
 - Bad input (n_learners < 1, a batch or rollout that does not split, GPUs the cluster does
   not have) is exit code 2 and one line, before anything starts.
 """
@@ -424,11 +425,25 @@ def test_two_learner_checkpoint_holds_the_parameters_both_ranks_ended_with(
     assert adam_steps(last) == {summary["updates"]}
 
 
+@pytest.fixture(scope="module")
+def one_learner_resume(two_learner_run, tmp_path_factory) -> tuple[dict, Path]:
+    """The 2-learner run resumed with one learner, to 1000 env steps: (summary, task dir);
+    its checkpoints are a 1-learner run's."""
+    tasks = tmp_path_factory.mktemp("one_learner")
+    _, source = two_learner_run
+    resume(tasks, source, n_learners=1, max_env_steps=1000)
+    (task,) = tasks.glob("*")
+    return json.loads((task / "results" / "summary.json").read_text()), task
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2 * RUN_TIMEOUT_S)
-def test_two_learner_checkpoint_resumes_with_one_learner(two_learner_run, tmp_path) -> None:
-    first, source = two_learner_run
-    second = resume(tmp_path, source, n_learners=1, max_env_steps=1000)
+def test_two_learner_checkpoint_resumes_with_one_learner(
+    two_learner_run, one_learner_resume
+) -> None:
+    first, _ = two_learner_run
+    second, _ = one_learner_resume
+    assert second["n_learners"] == 1
     assert second["updates"] > first["updates"] and second["env_steps"] >= 1000
 
 
@@ -456,11 +471,12 @@ def test_two_learner_checkpoint_tests_with_one_learner(two_learner_run, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(2 * RUN_TIMEOUT_S)
-def test_one_learner_checkpoint_resumes_with_two_learners(ray_session, tmp_path) -> None:
-    first, source = train(tmp_path, *DQN_RUN, "general_cfg.max_env_steps=600")
+@pytest.mark.timeout(3 * RUN_TIMEOUT_S)
+def test_one_learner_checkpoint_resumes_with_two_learners(one_learner_resume, tmp_path) -> None:
+    # The 1-learner checkpoint: the one the resume with one learner above wrote.
+    first, source = one_learner_resume
     assert first["n_learners"] == 1
-    second = resume(tmp_path, source, n_learners=2, max_env_steps=1000)
+    second = resume(tmp_path, source, n_learners=2, max_env_steps=1400)
     assert second["updates"] > first["updates"]
     digests = {s["params_digest"] for s in second["learners"]}
     assert len(second["learners"]) == 2 and len(digests) == 1, second["learners"]

@@ -31,7 +31,7 @@ import pytest
 from packaging.version import Version
 
 from joyrl_ray.backends.ray_version import installed_ray
-from tests.support.cli_runs import LIGHT_LEARNING, step_latency
+from tests.support.cli_runs import LIGHT_LEARNING, TINY_DQN, step_latency
 from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
 from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs
 
@@ -230,9 +230,15 @@ def test_a_request_no_node_can_hold_is_one_line_before_anything_starts(
 # ----- the learner on the second node: models/ still on the driver -----
 
 
+#: The pinned run's length and its resume's total: runs that show placement and the task
+#: directory, not learning (a tiny network, a few hundred env steps; TINY_DQN).
+PINNED_STEPS, RESUMED_STEPS = 400, 600
+
+
 @pytest.fixture(scope="module")
 def learner_on_node2(cluster, tmp_path_factory):
-    """A short run with the learner pinned to the second node, one worker on the head."""
+    """A short run with the learner pinned to the second node, one worker on the head: a
+    checkpoint (and an online evaluation, for best.pt) every 50 updates."""
     tasks = tmp_path_factory.mktemp("tasks")
     proc = _main(
         cluster,
@@ -241,10 +247,10 @@ def learner_on_node2(cluster, tmp_path_factory):
             tasks,
             "general_cfg.learner_resources={node2: 1}",
             "general_cfg.n_workers=1",
-            "general_cfg.max_env_steps=2000",
-            "general_cfg.model_save_fre=300",
+            f"general_cfg.max_env_steps={PINNED_STEPS}",
+            "general_cfg.model_save_fre=50",
             "general_cfg.online_eval_episode=2",
-            "algo_cfg.learn_start=200",
+            *TINY_DQN,
         ),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -291,6 +297,7 @@ def test_test_mode_runs_from_that_task_directory(cluster, learner_on_node2, tmp_
             "general_cfg.mode=test",
             f"general_cfg.load_path={learner_on_node2}",
             "general_cfg.max_episode=2",
+            TINY_DQN[0],  # the trained run's network
         ),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -311,14 +318,14 @@ def test_resume_from_that_task_directory_on_the_second_node(cluster, learner_on_
             tmp_path,
             "general_cfg.load_checkpoint=true",
             f"general_cfg.load_path={learner_on_node2}",
-            "general_cfg.max_env_steps=3000",
+            f"general_cfg.max_env_steps={RESUMED_STEPS}",
         ),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (task,) = task_dirs(tmp_path)
     summary = _summary(task)
     assert summary["resumed_from"] == str(learner_on_node2)
-    assert summary["env_steps"] >= 3000 > before["env_steps"]
+    assert summary["env_steps"] >= RESUMED_STEPS > before["env_steps"]
     assert summary["updates"] > before["updates"]
     _, node2 = _node_ids(summary)
     assert summary["placement"]["roles"]["learner 0"]["node_id"] == node2
@@ -390,11 +397,13 @@ def _env_steps_past(steps: int):
     return ready
 
 
-#: The node-loss run's fixed length. It learns lightly and every env step also sleeps 1 ms
-#: (the step_latency wrapper, an idle wait): a worker takes at most ~1000 steps a second, so
-#: the ~35k steps left after the kill last well past the node's death (~15 s)
-#: and the worker's restart on the head, however fast the workers could go.
-NODE_LOSS_STEPS = 40_000
+#: The node-loss run's fixed length, and the env steps before node 2 is killed. It learns
+#: lightly and every env step also sleeps 10 ms (the step_latency wrapper, an idle wait): a
+#: worker takes at most ~100 steps a second, so the ~4.4k steps left after the kill last at
+#: least ~22 s with both workers stepping, ~44 s with one, well past the node's death
+#: (~15 s) and the worker's restart on the head, however fast the workers could go; and the
+#: run spends little CPU on its steps and updates.
+NODE_LOSS_STEPS, KILL_AFTER_STEPS = 5_000, 600
 
 
 def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(cluster, tmp_path):
@@ -415,7 +424,8 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
                 "general_cfg.reward_threshold=null",
                 f"general_cfg.max_env_steps={NODE_LOSS_STEPS}",
                 *LIGHT_LEARNING,
-                *step_latency(0.001),
+                *TINY_DQN,
+                *step_latency(0.01),
             ),
         ),
         env=cluster.driver_env(),
@@ -424,7 +434,8 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
     try:
         # Workers spread over the nodes by default: one of the two lands on node 2.
         lost = _wait_for(run, cluster, tmp_path, _worker_on_node2, "cluster line", 240)
-        _wait_for(run, cluster, tmp_path, _env_steps_past(3000), "3000 env steps", 240)
+        past = _env_steps_past(KILL_AFTER_STEPS)
+        _wait_for(run, cluster, tmp_path, past, f"{KILL_AFTER_STEPS} env steps", 240)
         assert cluster.node2.kill() == {}
         restart = f"worker {lost} was restarted on "
         _wait_for(run, cluster, tmp_path, lambda t: _found(t, restart), "worker restart", 240)
@@ -457,6 +468,8 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
 
 # ----- ray job submit (node 2 gone: one node per machine, as in a real cluster) -----
 
+JOB_STEPS = 300  # the job shows where its driver runs and writes, not learning
+
 
 @pytest.mark.ray_compat
 def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
@@ -477,11 +490,11 @@ def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs
             "main.py",
             "general_cfg.ray_address=auto",
             "general_cfg.n_workers=1",
-            "general_cfg.max_env_steps=800",
+            f"general_cfg.max_env_steps={JOB_STEPS}",
             "general_cfg.online_eval=false",
             "general_cfg.save_fig=false",
             "general_cfg.progress=false",
-            "algo_cfg.learn_start=200",
+            *TINY_DQN,
         ],
         cwd=cluster.root,
         env=cluster.cli_env,  # RAY_AUTH_MODE=token and the token, as the README says
@@ -505,7 +518,7 @@ def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs
     assert task.is_relative_to(cluster.head.temp_dir) and "working_dir_files" in task.parts
     assert "this run is a Ray job" in logs.stdout  # the warning to set tasks_dir
     summary = _summary(task)
-    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 800
+    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= JOB_STEPS
     assert (task / "models" / "last.pt").is_file()
     # The head is the only node left: the driver and its control plane run there.
     (head,) = [n["node_id"] for n in summary["placement"]["nodes"] if n["head"]]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from joyrl_ray.backends.ray_version import installed_ray
+from tests.support.cli_runs import TINY_DQN
 from tests.support.clusters import (
     JOB_ACTORS,
     TOKEN_AUTH,
@@ -92,14 +93,16 @@ def cluster():
         shutil.rmtree(head.dir, ignore_errors=True)
 
 
-# One short training run, as main.py's arguments after the address.
+# One short training run, as main.py's arguments after the address: each test shows where
+# a run goes and that it ends, not learning (a tiny network, a few hundred env steps).
+RUN_STEPS = 300
 RUN_ARGS = (
     "general_cfg.n_workers=1",
-    "general_cfg.max_env_steps=600",
+    f"general_cfg.max_env_steps={RUN_STEPS}",
     "general_cfg.online_eval=false",
     "general_cfg.save_fig=false",
     "general_cfg.progress=false",
-    "algo_cfg.learn_start=200",
+    *TINY_DQN,
 )
 
 
@@ -131,7 +134,7 @@ def _assert_finished(proc, tasks: Path) -> dict:
     assert lines[-1] == str(task)
     assert "train DQN on CartPole-v1" in lines[-2] and "(max_env_steps)" in lines[-2]
     summary = json.loads((task / "results" / "summary.json").read_text())
-    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 600
+    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= RUN_STEPS
     assert (task / "models" / "last.pt").is_file()
     return summary
 

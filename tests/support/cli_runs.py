@@ -124,3 +124,13 @@ def step_latency(seconds: float) -> tuple[str, str]:
     """Overrides that make every env step and reset also sleep ``seconds`` (the
     ``step_latency`` wrapper): an idle wait, so a run's pace holds however fast the machine."""
     return ("env_cfg.wrappers=[step_latency]", f"env_cfg.step_latency_s={seconds:g}")
+
+
+#: A DQN run that shows plumbing (attach, placement, resume, a mode), not learning: a
+#: 32-unit network, 32-row batches and updates from 100 env steps on. With
+#: ``general_cfg.max_env_steps`` a few hundred, most of the run's CPU is its processes' start.
+TINY_DQN = (
+    "algo_cfg.value_layers=[{layer_type: linear, layer_dim: [32], activation: relu}]",
+    "algo_cfg.batch_size=32",
+    "algo_cfg.learn_start=100",
+)
