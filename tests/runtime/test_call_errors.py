@@ -4,6 +4,10 @@ The learner writes priorities back without waiting (``update_priorities``); rewa
 overflow make its TD errors, and so the priorities, infinite, which the DataServer refuses.
 The run must stop with that error in one line and exit code 1, on both backends, instead of
 going on with a corrupt sum tree.
+
+The runs go through main.py's own entry (its error line, its exit code) in the test's
+process: on the test session's Ray, or in this process (``mp_backend=single``); nothing of
+them is killed (``main_in_process``).
 """
 
 from __future__ import annotations
@@ -12,30 +16,34 @@ import json
 
 import pytest
 
-from tests.support.runs import run_main
+from tests.support.cli_runs import main_in_process
 
 
 @pytest.mark.parametrize("backend", ["single", "ray"])
-@pytest.mark.timeout(240)  # measured 52 s (ray), 12 s (single) on 2 shared cores
-def test_a_failing_priority_write_back_stops_the_run_naming_it(tmp_path, backend):
-    done = run_main(
-        f"general_cfg.mp_backend={backend}",
-        "env_cfg.id=tests.support.diverging_env:OverflowingRewardEnv",
-        "algo_cfg.buffer_type=PER",
-        "algo_cfg.learn_start=64",
-        "algo_cfg.batch_size=32",
-        "general_cfg.max_env_steps=5000",
-        "general_cfg.online_eval=false",
-        "general_cfg.seed=1",
-        "general_cfg.progress=false",
-        f"general_cfg.tasks_dir={tmp_path}",
-        timeout=180,
+@pytest.mark.timeout(240)  # measured 52 s (ray), 12 s (single) on 2 shared cores, as processes
+def test_a_failing_priority_write_back_stops_the_run_naming_it(
+    tmp_path, backend, ray_session, capsys
+):
+    code = main_in_process(
+        (
+            f"general_cfg.mp_backend={backend}",
+            "env_cfg.id=tests.support.diverging_env:OverflowingRewardEnv",
+            "algo_cfg.buffer_type=PER",
+            "algo_cfg.learn_start=64",
+            "algo_cfg.batch_size=32",
+            "general_cfg.max_env_steps=5000",
+            "general_cfg.online_eval=false",
+            "general_cfg.seed=1",
+            "general_cfg.progress=false",
+            f"general_cfg.tasks_dir={tmp_path}",
+        )
     )
-    assert done.returncode == 1, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, done.stderr[-2000:]
+    stderr = capsys.readouterr().err
+    assert code == 1, stderr[-2000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, stderr[-2000:]
     assert "update_priorities" in errors[0] and "not finite" in errors[0], errors[0]
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in stderr
     (task,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     summary = json.loads((task / "results" / "summary.json").read_text())
     assert summary["stop_reason"] == "learner_error"

@@ -6,6 +6,10 @@ episodes after 5 steps, alternately terminated and truncated; with ``frame_stack
 the last wrapper an observation is ``[4, 6, 6]``. Chunks of 7 steps make episodes cross
 chunk boundaries, so the learner samples transitions whose frames came in different pushes
 (a wrong index fails the sample: "refers to frames it never sent").
+
+Both runs go through main.py's own entry in the test's process, on the test session's Ray
+(``main_in_process``: the workers, the replay shard and the learner are real Ray actors),
+which spares each a Ray start and stop of its own.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.cli_runs import assert_accounting, run_to_end, summary_of
+from tests.support.cli_runs import assert_accounting, main_in_process, summary_of
 from tests.support.procs import task_dirs
 
-RUN_TIMEOUT_S = 240
+RUN_TIMEOUT_S = 240  # each run; measured 15-45 s as its own process on 2 shared cores
 STACK, SIDE = 4, 6
 CONV = (
     "algo_cfg.value_layers=[{layer_type: conv2d, layer_dim: [8], kernel_size: 3, stride: 1, "
@@ -50,14 +54,14 @@ FRAMES_RUN = (
 
 @pytest.mark.slow
 @pytest.mark.timeout(2 * RUN_TIMEOUT_S + 60)
-def test_stacked_frames_are_stored_once_saved_and_resumed(tmp_path: Path) -> None:
+def test_stacked_frames_are_stored_once_saved_and_resumed(
+    tmp_path: Path, ray_session, capsys
+) -> None:
     first_dir = tmp_path / "first"
-    run, code = run_to_end(
-        (*FRAMES_RUN, "general_cfg.max_env_steps=600", f"general_cfg.tasks_dir={first_dir}"),
-        first_dir,
-        RUN_TIMEOUT_S,
+    code = main_in_process(
+        (*FRAMES_RUN, "general_cfg.max_env_steps=600", f"general_cfg.tasks_dir={first_dir}")
     )
-    assert code == 0, run.stderr[-3000:]
+    assert code == 0, capsys.readouterr().err[-3000:]
     (task,) = task_dirs(first_dir)
     first = summary_of(task)
     assert first["updates"] > 100, first["updates"]  # the learner sampled stacks, many times
@@ -72,18 +76,16 @@ def test_stacked_frames_are_stored_once_saved_and_resumed(tmp_path: Path) -> Non
     assert_accounting(first)
 
     resumed_dir = tmp_path / "resumed"
-    run, code = run_to_end(
+    code = main_in_process(
         (
             *FRAMES_RUN,
             "general_cfg.max_env_steps=900",
             "general_cfg.load_checkpoint=true",
             f"general_cfg.load_path={task}",
             f"general_cfg.tasks_dir={resumed_dir}",
-        ),
-        resumed_dir,
-        RUN_TIMEOUT_S,
+        )
     )
-    assert code == 0, run.stderr[-3000:]
+    assert code == 0, capsys.readouterr().err[-3000:]
     (resumed_task,) = task_dirs(resumed_dir)
     after = summary_of(resumed_task)
     assert after["resumed_from"] == str(task)

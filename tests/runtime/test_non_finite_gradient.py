@@ -3,6 +3,10 @@
 One nan gradient step makes every weight nan; a run that went on would act at random,
 evaluate, and save those weights over the last good ones for the rest of its budget. The
 env here pays finite rewards, then nan ones: PPO's loss and gradient turn nan at once.
+
+The runs go through main.py's own entry (its error line, its exit code) in the test's
+process: on the test session's Ray, or in this process (``mp_backend=single``); nothing of
+them is killed (``main_in_process``).
 """
 
 from __future__ import annotations
@@ -13,34 +17,36 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support.runs import run_main
+from tests.support.cli_runs import config_path, main_in_process
 
 
 @pytest.mark.parametrize("backend", ["single", "ray"])
 @pytest.mark.timeout(240)
 def test_a_nan_gradient_stops_the_run_naming_it_and_the_saved_weights_stay_finite(
-    tmp_path, backend
+    tmp_path, backend, ray_session, capsys
 ):
-    done = run_main(
-        "--yaml",
-        "configs/cartpole_ppo.yaml",
-        f"general_cfg.mp_backend={backend}",
-        "general_cfg.n_workers=1",
-        "env_cfg.id=tests.support.diverging_env:NanRewardEnv",
-        "algo_cfg.rollout_len=128",
-        "general_cfg.max_env_steps=20000",
-        "general_cfg.model_save_fre=1",
-        "general_cfg.online_eval=false",
-        "general_cfg.seed=1",
-        "general_cfg.progress=false",
-        f"general_cfg.tasks_dir={tmp_path}",
-        timeout=180,
+    code = main_in_process(
+        (
+            "--yaml",
+            config_path("cartpole_ppo"),
+            f"general_cfg.mp_backend={backend}",
+            "general_cfg.n_workers=1",
+            "env_cfg.id=tests.support.diverging_env:NanRewardEnv",
+            "algo_cfg.rollout_len=128",
+            "general_cfg.max_env_steps=20000",
+            "general_cfg.model_save_fre=1",
+            "general_cfg.online_eval=false",
+            "general_cfg.seed=1",
+            "general_cfg.progress=false",
+            f"general_cfg.tasks_dir={tmp_path}",
+        )
     )
-    assert done.returncode == 1, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, done.stderr[-2000:]
+    stderr = capsys.readouterr().err
+    assert code == 1, stderr[-2000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, stderr[-2000:]
     assert "gradient is not finite" in errors[0], errors[0]
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in stderr
     (task,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     summary = json.loads((task / "results" / "summary.json").read_text())
     assert summary["stop_reason"] == "learner_error"

@@ -134,3 +134,19 @@ TINY_DQN = (
     "algo_cfg.batch_size=32",
     "algo_cfg.learn_start=100",
 )
+
+
+def main_in_process(args: Iterable[str]) -> int:
+    """``python main.py ARGS`` in the test's process: main.py's own argument parsing and
+    command line (its one-line errors and ``resume with:`` line on stderr, its result line
+    on stdout, for the test to read with ``capsys``; its exit code, returned). A Ray run
+    borrows the test session's Ray (``ray_session``, which the test must ask for: the roles
+    are real Ray actors), a single-backend run stays in this process. Like
+    :func:`train_in_process` it skips the interpreter's start, the imports and a Ray of its
+    own; it fits the runs whose test neither kills a process of the run nor signals it (and
+    does not read how the interpreter exits)."""
+    import main
+    from joyrl_ray.run.cli import run_from_cli
+
+    parsed = main.parse_args(list(args))
+    return run_from_cli(parsed.yaml, parsed.overrides)

@@ -76,3 +76,17 @@ def error_lines(stderr: str) -> list[str]:
 
 def final_checkpoint_updates(task: Path) -> int:
     return checkpoint_updates(torch.load(task / "models" / "last.pt", weights_only=True))
+
+
+def interrupt(run: TrackedRun, timeout: float) -> int:
+    """SIGINT to main.py (Ctrl-C's signal, to the driver alone), then its exit code within
+    ``timeout``: a run stopped once its test saw what it needed, as its user would stop it
+    (130, ``stop_reason: interrupted``, the final checkpoint, the summary)."""
+    run.poll_tree()
+    os.kill(run.proc.pid, signal.SIGINT)
+    return finish(run, timeout)
+
+
+def numbered_checkpoints(task: Path) -> list[int]:
+    """The updates of the numbered checkpoints written so far (``models/<updates>.pt``)."""
+    return sorted(int(p.stem) for p in (task / "models").glob("*.pt") if p.stem.isdigit())
