@@ -17,6 +17,7 @@ import json
 import pytest
 
 from tests.support.cli_runs import main_in_process
+from tests.support.watch import error_lines
 
 
 @pytest.mark.parametrize("backend", ["single", "ray"])
@@ -40,7 +41,7 @@ def test_a_failing_priority_write_back_stops_the_run_naming_it(
     )
     stderr = capsys.readouterr().err
     assert code == 1, stderr[-2000:]
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    errors = error_lines(stderr)
     assert len(errors) == 1, stderr[-2000:]
     assert "update_priorities" in errors[0] and "not finite" in errors[0], errors[0]
     assert "Traceback" not in stderr

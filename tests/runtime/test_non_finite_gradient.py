@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from tests.support.cli_runs import config_path, main_in_process
+from tests.support.watch import error_lines
 
 
 @pytest.mark.parametrize("backend", ["single", "ray"])
@@ -43,7 +44,7 @@ def test_a_nan_gradient_stops_the_run_naming_it_and_the_saved_weights_stay_finit
     )
     stderr = capsys.readouterr().err
     assert code == 1, stderr[-2000:]
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    errors = error_lines(stderr)
     assert len(errors) == 1, stderr[-2000:]
     assert "gradient is not finite" in errors[0], errors[0]
     assert "Traceback" not in stderr
