@@ -1,9 +1,10 @@
-"""Without memory the same configs fail: what the recurrent cases of test_ray_learning.py
+"""Without memory the same configs fail: what the recurrent cases of ``tests/learning/``
 solve needs the memory.
 
-``configs/cartpole_novel_ppo_lstm.yaml`` (PPO with an LSTM, CartPole without its
-velocities) solves within its 150k env steps on Ray; the same config with a feed-forward
-actor cannot tell which way the pole moves and stays below 200 over those 150k steps.
+``configs/cartpole_novel_ppo_lstm_single.yaml`` (PPO with an LSTM, CartPole without its
+velocities) solves within its 150k env steps (``test_single_learning.py``); the same config
+with a feed-forward actor cannot tell which way the pole moves and stays below 200 over
+those 150k steps.
 ``configs/cue_recall_ppo_lstm.yaml`` (a GRU) names a cue shown 5 blank steps earlier; a
 feed-forward actor sees the same observation at every answer and scores chance, 0. The
 runs without memory take the single backend: the algorithm is the same, and they are
@@ -35,7 +36,7 @@ def test_ppo_without_memory_stays_below_200_on_cartpole_without_velocities(
     tmp_path: Path,
 ) -> None:
     summary = train_in_process(
-        tmp_path, "cartpole_novel_ppo_lstm", (*SINGLE, FEED_FORWARD), threshold=None
+        tmp_path, "cartpole_novel_ppo_lstm_single", (*SINGLE, FEED_FORWARD), threshold=None
     )
     assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= 150_000
     assert best_eval(summary) < 200, evals(summary)

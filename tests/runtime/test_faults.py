@@ -37,6 +37,7 @@ import pytest
 
 from tests.support.cli_runs import (
     LIGHT_LEARNING,
+    TINY_DQN,
     assert_accounting,
     config_path,
     main_in_process,
@@ -488,6 +489,7 @@ def test_sigterm_stops_the_run_like_ctrl_c_with_exit_143(tmp_path, backend):
         "general_cfg.max_env_steps=100000000",
         "general_cfg.reward_threshold=null",
         "general_cfg.model_save_fre=500",
+        *TINY_DQN,  # a small network: its 500th update comes sooner
     )
     try:
         task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 120)[0]

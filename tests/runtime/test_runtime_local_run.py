@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from tests.support.cli_runs import TINY_DQN
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
 
 # Checks that its run's processes are gone seconds after its exit: after the parallel part in CI.
@@ -45,6 +46,7 @@ def local_run(tmp_path_factory):
             f"algo_cfg.learn_start={LEARN_START}",
             f"algo_cfg.updates_per_step={RATIO}",
             "algo_cfg.n_step=1",
+            *TINY_DQN[:2],  # a small network: the run shows the runtime's plumbing
         ),
         log_dir=tasks,
     )

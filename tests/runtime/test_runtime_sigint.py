@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from joyrl_ray.run.checkpoint import checkpoint_updates
+from tests.support.cli_runs import TINY_DQN
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
 
 
@@ -42,6 +43,7 @@ def test_sigint_stops_the_run_cleanly(tmp_path):
             "general_cfg.progress=false",
             f"general_cfg.tasks_dir={tmp_path}",
             "algo_cfg.learn_start=200",
+            *TINY_DQN[:2],  # a small network: its checkpoints come sooner
         ),
         log_dir=tmp_path,
     )
