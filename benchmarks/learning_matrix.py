@@ -123,12 +123,10 @@ CASES: dict[str, LearningCase] = {
         "cartpole_impala", "ray", 475.0, 30_000, (LEARNERS_2,), ci=True
     ),
     # ----- Ray, policies with memory (CI) -----
-    # Pendulum without its angular velocity (APPO + LSTM: sequences in asynchronous
-    # rollouts, V-trace), a cue recalled after 5 blank steps (PPO + GRU).
-    "ray-appo-lstm-pendulum-novel": LearningCase(
-        "pendulum_novel_appo_lstm", "ray", -300.0, 300_000, ci=True
-    ),
+    # A cue recalled after 5 blank steps, once per rollout flow: PPO + GRU (synchronous
+    # rollouts), APPO + GRU (asynchronous rollouts, V-trace over sequences).
     "ray-ppo-gru-cue-recall": LearningCase("cue_recall_ppo_lstm", "ray", 0.9, 20_000, ci=True),
+    "ray-appo-gru-cue-recall": LearningCase("cue_recall_appo_gru", "ray", 0.9, 20_000, ci=True),
     # ----- Ray: every algorithm and variant again, the observation kinds -----
     "ray-dqn-cartpole": LearningCase("cartpole_dqn", "ray", 475.0, 60_000),
     "ray-dqn-cartpole-2-shards": LearningCase("cartpole_dqn", "ray", 475.0, 60_000, (SHARDS_2,)),
@@ -157,6 +155,9 @@ CASES: dict[str, LearningCase] = {
     "ray-dqn-frozenlake-discrete": LearningCase("frozenlake_dqn", "ray", 1.0, 30_000),
     "ray-slow-cartpole-ppo-async-envs": LearningCase("slow_cartpole_ppo", "ray", 475.0, 100_000),
     "ray-ppo-lstm-cartpole-novel": LearningCase("cartpole_novel_ppo_lstm", "ray", 475.0, 150_000),
+    "ray-appo-lstm-pendulum-novel": LearningCase(
+        "pendulum_novel_appo_lstm", "ray", -300.0, 300_000
+    ),
     "ray-r2d2-cartpole-novel-2-shards": LearningCase("cartpole_novel_r2d2", "ray", 475.0, 150_000),
 }
 

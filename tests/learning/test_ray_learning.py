@@ -4,10 +4,11 @@ Why: a recurrent policy's state travels with the Ray runtime's data (workers car
 env's memory across steps and ship the memory each sequence started from; the learner
 replays the sequences, for APPO from rollouts acted by older weights), which one process
 does not exercise in the same way. The cases are those of ``benchmarks/learning_matrix.py``
-marked ``ci`` for memory, one per rollout flow: APPO with an LSTM on Pendulum without its
-angular velocity (asynchronous rollouts, V-trace over sequences), PPO with a GRU recalling
-a cue 5 blank steps later (synchronous rollouts). PPO with an LSTM on CartPole without its
-velocities runs in one process in CI (``test_single_learning.py``) and on Ray in the
+marked ``ci`` for memory, one per rollout flow on the same task (a cue recalled 5 blank
+steps later, which no policy without memory beats): PPO with a GRU (synchronous rollouts)
+and APPO with a GRU (asynchronous rollouts, V-trace over sequences). PPO with an LSTM on
+CartPole without its velocities runs in one process in CI (``test_single_learning.py``);
+it and APPO with an LSTM on Pendulum without its angular velocity run on Ray in the
 benchmark. Each is the run ``python main.py --yaml configs/<name>.yaml`` makes, through
 the runner in the test's process, on the test session's Ray (real Ray actors; no Ray of its
 own to start), with two workers and seed 1; it stops at the first online evaluation (10 episodes)
@@ -27,7 +28,7 @@ from tests.support.cli_runs import assert_solved, train_in_process
 
 RUN_TIMEOUT_S = 540  # a case takes 20 s to 2 minutes here; past this it hangs
 
-MEMORY = ["ray-appo-lstm-pendulum-novel", "ray-ppo-gru-cue-recall"]
+MEMORY = ["ray-ppo-gru-cue-recall", "ray-appo-gru-cue-recall"]
 
 
 @pytest.mark.slow
