@@ -32,26 +32,33 @@ class ConfigError(ValueError):
     """Bad user input; ``str(error)`` is the one line shown to the user."""
 
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
+def load_yaml_file(path: str | Path, option: str = "--yaml") -> Any:
+    """The parsed yaml of the file given as ``option``; one line when it is missing or
+    malformed (where, and what)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"--yaml {path}: no such file")
+        raise ConfigError(f"{option} {path}: no such file")
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         if "'\\t'" in problem:
             problem += "; indent yaml with spaces, not tabs"
-        raise ConfigError(f"--yaml {path}: malformed yaml{where}: {problem}") from None
+        raise ConfigError(f"{option} {path}: malformed yaml{where}: {problem}") from None
+
+
+def read_yaml(path: str | Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The sections of a run yaml (and the ``extra`` sections it may hold: a sweep's)."""
+    data = load_yaml_file(path)
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"--yaml {path}: expected a mapping with sections {', '.join(SECTIONS)}")
     for section, body in data.items():
-        if section not in SECTIONS:
-            raise ConfigError(_unknown(str(section), "", SECTIONS, what="section"))
+        if section not in SECTIONS + extra:
+            raise ConfigError(_unknown(str(section), "", SECTIONS + extra, what="section"))
         if body is not None and not isinstance(body, dict):
             raise ConfigError(f"--yaml {path}: section {section} must be a mapping")
     return {k: v or {} for k, v in data.items()}

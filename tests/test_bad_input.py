@@ -73,6 +73,17 @@ def task_with_checkpoint(name: str, write: Callable[[Path], None]) -> Callable[[
     return args
 
 
+def sweep_file(text: str) -> Callable[[Path], list[str]]:
+    """The DQN CartPole run with ``--sweep`` a file holding ``text``."""
+
+    def args(files: Path) -> list[str]:
+        path = files / "sweep.yaml"
+        path.write_text(text)
+        return ["--yaml", CARTPOLE_DQN, "--sweep", str(path)]
+
+    return args
+
+
 def _foreign(path: Path) -> None:
     torch.save({"model": {"weight": torch.zeros(3, 3)}, "step": 7}, path)
 
@@ -438,6 +449,49 @@ SUBPROCESS_CASES = [
         r"general_cfg\.fault_injection\.kill_at_env_steps=\[50\]",
         r"needs general_cfg\.mp_backend=ray.*allowed with single: \[\]",
     ),
+    # sweeps (--sweep FILE, or a sweep_cfg section of the yaml)
+    Case(
+        "sweep_file_missing",
+        lambda files: ["--yaml", CARTPOLE_DQN, "--sweep", str(files / "none.yaml")],
+        r"--sweep .*none\.yaml",
+        r"no such file",
+    ),
+    Case(
+        "sweep_unknown_key",
+        sweep_file("spaces: {algo_cfg.lr: {choice: [0.001]}}\n"),
+        r"unknown sweep key spaces",
+        r"allowed: space, seeds, metric",
+    ),
+    Case(
+        "sweep_space_key_not_in_the_run_config",
+        sweep_file("space: {algo_cfg.learning_rate: {choice: [0.001]}}\n"),
+        r"sweep space algo_cfg\.learning_rate",
+        r"allowed: .*\blr\b",
+    ),
+    Case(
+        "sweep_space_value_the_run_refuses",
+        sweep_file("space: {algo_cfg.buffer_type: {choice: [PER, ring]}}\n"),
+        r"sweep space algo_cfg\.buffer_type='ring'",
+        r"allowed: .*PER",
+    ),
+    Case(
+        "sweep_unknown_dimension_kind",
+        sweep_file("space: {algo_cfg.lr: {normal: [0.001, 0.01]}}\n"),
+        r"sweep space algo_cfg\.lr: unknown kind 'normal'",
+        r"allowed: choice, grid, uniform, loguniform, randint",
+    ),
+    Case(
+        "sweep_unknown_scheduler",
+        sweep_file("space: {algo_cfg.lr: {choice: [0.001]}}\nscheduler: hyperband\n"),
+        r"sweep scheduler='hyperband'",
+        r"allowed: fifo, asha",
+    ),
+    Case(
+        "sweep_section_in_the_yaml_unknown_key",
+        yaml_file("with_sweep.yaml", "general_cfg:\n  seed: 1\nsweep_cfg:\n  sample: 4\n"),
+        r"unknown sweep key sample",
+        r"allowed: space, seeds, metric",
+    ),
 ]
 
 # Need a Ray up to know the cluster's resources.
@@ -459,6 +513,16 @@ RAY_CASES = [
         fixed("general_cfg.device=cuda"),
         r"general_cfg\.device=cuda: no node of the Ray cluster has a GPU \(.*0 GPUs\)",
         r"allowed here: auto \(cuda when visible\) or cpu",
+    ),
+    Case(
+        "sweep_trial_no_cluster_can_hold",
+        lambda files: [
+            *sweep_file("space: {algo_cfg.lr: {choice: [0.001]}}\n")(files),
+            "general_cfg.mp_backend=ray",
+            "general_cfg.n_workers=5",  # its driver 1 CPU, a learner 1, 5 workers 1 each
+        ],
+        r"a sweep trial needs 7 CPU",
+        r"largest node .*: 2 CPU.*lower general_cfg\.n_workers",
     ),
 ]
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from joyrl_ray.backends.placement import Requests, actor_options, learner_group, wait_for_death
+from joyrl_ray.backends.placement import (
+    Requests,
+    actor_options,
+    enclosing_group,
+    learner_group,
+    wait_for_death,
+)
 from joyrl_ray.backends.runtime import LearnerSetup, RoleEvents
 from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.learner.client import LearnerClient
@@ -41,6 +47,9 @@ class LearnerGroup:
         self.cfg, self.general, self.links, self.setup = cfg, general, links, setup
         self.request = requests.learner or {}
         self.group = learner_group(general, self.request)
+        # Inside a trial's placement group the learners take any of its bundles, and the
+        # group is the trial's to remove.
+        self.own_group = enclosing_group() is None
         self.generation = 0
         self.restarts = 0
         self.actors: list[Any] = []
@@ -66,7 +75,8 @@ class LearnerGroup:
                 **options,
                 max_restarts=0,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
-                    placement_group=self.group, placement_group_bundle_index=rank
+                    placement_group=self.group,
+                    placement_group_bundle_index=rank if self.own_group else -1,
                 ),
             )
             .remote(
@@ -128,4 +138,5 @@ class LearnerGroup:
 
         for actor in self.actors:
             self.ray.kill(actor, no_restart=True)
-        remove_placement_group(self.group)
+        if self.own_group:
+            remove_placement_group(self.group)

@@ -8,6 +8,10 @@
 - The data-plane actors (replay shards, rollout queue): on the driver's node (they answer
   the driver's calls most often), or wherever ``data_server_resources`` says. The online
   evaluator sits on the driver's node too (the driver hands it every checkpoint).
+- A run started inside a placement group (a Ray Tune trial's, :mod:`joyrl_ray.sweep`)
+  keeps every actor in that group: the trial reserved its whole layout
+  (:func:`layout_bundles`) before it started, and an actor placed outside it could wait
+  forever for CPUs the other trials hold.
 
 :func:`check_fits` runs before any actor starts: a request that no node can hold is one
 line (what was asked, what the largest node has) and exit code 2, never a silent hang.
@@ -200,8 +204,16 @@ def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool) -> float
     return max(min(1.0, int(share * 100 + 1e-9) / 100), 0.0)
 
 
-def make_requests(general: GeneralConfig, nodes: list[Node], train: bool) -> Requests:
-    worker = {"CPU": worker_cpus(general, nodes, train), **general.worker_resources}
+def make_requests(
+    general: GeneralConfig, nodes: list[Node], train: bool, *, cluster_free: bool = False
+) -> Requests:
+    """Each role's resource request; ``cluster_free``: without a cluster to share (inside a
+    placement group that reserved the run's layout), a worker takes 1 CPU unless told."""
+    if cluster_free or enclosing_group() is not None:
+        cpus = 1.0 if general.worker_num_cpus is None else float(general.worker_num_cpus)
+    else:
+        cpus = worker_cpus(general, nodes, train)
+    worker = {"CPU": cpus, **general.worker_resources}
     learner = None
     if train:
         learner = {
@@ -223,12 +235,47 @@ def actor_options(request: dict[str, float]) -> dict[str, Any]:
     return options
 
 
-def worker_strategy(general: GeneralConfig) -> str:
+def enclosing_group() -> Any | None:
+    """The placement group this process runs in (a Ray Tune trial's), else None."""
+    import ray
+    from ray.util import get_current_placement_group
+
+    if not ray.is_initialized():  # asking would start a Ray
+        return None
+    return get_current_placement_group()
+
+
+def in_group(group: Any) -> Any:
+    """The scheduling strategy that keeps an actor, and whatever it starts, in ``group``."""
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    return PlacementGroupSchedulingStrategy(
+        placement_group=group, placement_group_capture_child_tasks=True
+    )
+
+
+def worker_strategy(general: GeneralConfig) -> Any:
+    group = enclosing_group()
+    if group is not None:
+        return in_group(group)
     return "SPREAD" if general.worker_placement == "spread" else "DEFAULT"
 
 
+def layout_bundles(general: GeneralConfig) -> list[dict[str, float]]:
+    """One bundle per learner and per worker of a training run, for a placement group that
+    holds the whole run (a sweep's trial): the requests :func:`make_requests` makes inside
+    one. A worker takes ``worker_num_cpus``, or 1 CPU (there is no cluster share to take)."""
+    requests = make_requests(general, [], train=True, cluster_free=True)
+    bundles = [requests.learner or {}] * general.n_learners + [requests.worker] * general.n_workers
+    return [{k: v for k, v in b.items() if v > 0} for b in bundles]
+
+
 def driver_node_options() -> dict[str, Any]:
-    """Pin an actor to the driver's node (nothing to pin for a Ray Client driver)."""
+    """Pin an actor to the driver's node (nothing to pin for a Ray Client driver); inside a
+    placement group, keep it there instead."""
+    group = enclosing_group()
+    if group is not None:
+        return {"scheduling_strategy": in_group(group)}
     node_id, _ = node_here()
     if node_id == "local":  # e.g. a Ray Client driver, which is no node of the cluster
         return {}
@@ -245,8 +292,12 @@ def data_server_options(general: GeneralConfig) -> dict[str, Any]:
 
 
 def learner_group(general: GeneralConfig, request: dict[str, float]) -> Any:
-    """A placement group with one bundle per learner."""
+    """A placement group with one bundle per learner (inside a placement group: that one)."""
     from ray.util.placement_group import placement_group
+
+    group = enclosing_group()
+    if group is not None:
+        return group
 
     bundle = {k: v for k, v in request.items() if v > 0}
     strategy = "PACK" if general.learner_placement == "pack" else "SPREAD"

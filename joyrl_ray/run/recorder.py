@@ -15,6 +15,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,12 @@ class Recorder:
         n_workers: int = 1,
         n_learners: int = 1,
         update_unit: str = "updates",
+        on_eval: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.task = task
+        self.on_eval = on_eval  # sees each evaluation's row once it is written
         self.started_at = started_at
         self.logger = make_logger(task)
         self.tb = SummaryWriter(log_dir=str(task.logs))
@@ -222,6 +225,8 @@ class Recorder:
             f"eval at {result.env_steps} env steps / {result.updates} updates: "
             f"return {row['return_mean']:.1f} +- {row['return_std']:.1f}{failed}"
         )
+        if self.on_eval is not None:
+            self.on_eval(dict(self.eval_history[-1]))
 
     def verdict(self) -> str:
         """What limits the run over the last stretch (for the progress line)."""

@@ -106,8 +106,11 @@ def run(
     started_at: float | None = None,
     announce: Callable[[RunResult], None] | None = None,
     session: RaySession | None = None,
+    on_eval: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
-    """Run ``cfg``; ``announce`` sees the result before Ray is torn down.
+    """Run ``cfg``; ``announce`` sees the result before Ray is torn down, ``on_eval`` each
+    online evaluation's row (``results/evals.csv``) as it is written (a sweep's trial
+    reports it to Ray Tune).
 
     ``session`` is Ray already starting for this run (:func:`start_session`); without one,
     a Ray run starts its own here. Either way the run closes it.
@@ -145,7 +148,9 @@ def run(
             cfg.general.tasks_dir, cfg.general.mode, cfg.env.id, cfg.general.algo_name
         )
         (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return _run_in(cfg, flow, task, start, spaces, requests, started_at, announce, session)
+        return _run_in(
+            cfg, flow, task, start, spaces, requests, started_at, announce, session, on_eval
+        )
     finally:
         thaw_heap()  # the roles froze what they started with (freeze_startup_heap)
         if session is not None:
@@ -186,6 +191,7 @@ def _run_in(
     started_at: float,
     announce: Callable[[RunResult], None] | None,
     session: RaySession | None,
+    on_eval: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
     general = cfg.general
     train = general.mode == "train"
@@ -205,6 +211,7 @@ def _run_in(
         n_workers=general.n_workers,
         n_learners=general.n_learners if train else 0,
         update_unit=flow.update_unit,
+        on_eval=on_eval,
     )
     try:
         recorder.log(

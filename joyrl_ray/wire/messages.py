@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from joyrl_ray.wire.where import group_here
+
 #: One finished episode: a dict of numpy arrays, one row per step (``obs``, ``actions``,
 #: ``rewards``, ``terminated``, ``truncated``, ``next_obs``).
 Trajectory = dict[str, np.ndarray]
-
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Placement:
     node_id: str
     ip: str
     pid: int
+    group: str = field(default_factory=group_here)  # its placement group's id, or ''
 
 
 @dataclass

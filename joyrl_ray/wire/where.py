@@ -14,3 +14,20 @@ def node_here() -> tuple[str, str]:
     except Exception:  # not in a Ray process (one-process backend, tests)
         pass
     return "local", "127.0.0.1"
+
+
+def group_here() -> str:
+    """The id of the placement group this process runs in, '' when none (the driver, a
+    role placed freely, the one-process backend)."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            from ray.util import get_current_placement_group
+
+            group = get_current_placement_group()
+            if group is not None:
+                return str(group.id.hex())
+    except Exception:  # not in a Ray process
+        pass
+    return ""

@@ -1,0 +1,61 @@
+"""From the command line to a finished sweep (``python main.py --yaml ... --sweep ...``),
+with one clear line for any bad input, before Ray starts."""
+
+from __future__ import annotations
+
+import sys
+
+from joyrl_ray.run.signals import handling_signals
+
+EXIT_BAD_INPUT = 2
+
+
+def has_sweep_section(yaml_path: str | None) -> bool:
+    """Whether the run yaml holds a ``sweep_cfg`` section (then it is a sweep)."""
+    from joyrl_ray.sweep.spec import split_run_yaml
+
+    try:
+        return split_run_yaml(yaml_path)[1] is not None
+    except Exception:  # a bad yaml: the run's own reading says what is wrong
+        return False
+
+
+def sweep_from_cli(yaml_path: str | None, sweep_path: str | None, overrides: list[str]) -> int:
+    """Exit code 0 (some trial ran), 1 (every trial failed), 2 (bad input), 128 + signal."""
+    with handling_signals() as signals:
+        from envs.registry import EnvSpecError
+        from joyrl_ray.backends.ray_cluster import ClusterError, RaySession
+        from joyrl_ray.backends.ray_version import check_ray_version
+        from joyrl_ray.config import ConfigError, RunConfig, build_config, parse_overrides
+        from joyrl_ray.sweep.spec import parse_sweep, read_sweep_file, split_run_yaml
+
+        session = None
+        try:
+            yaml_data, section = split_run_yaml(yaml_path)
+            if sweep_path is not None and section is not None:
+                raise ConfigError(
+                    f"--sweep {sweep_path} and a sweep_cfg section in --yaml: give one"
+                )
+            cfg = RunConfig.from_omegaconf(build_config(yaml_data, parse_overrides(overrides)))
+            if cfg.general.mode != "train":
+                raise ConfigError(
+                    f"general_cfg.mode={cfg.general.mode}: a sweep trains (allowed: train)"
+                )
+            data = read_sweep_file(sweep_path) if sweep_path is not None else section
+            spec = parse_sweep(data, yaml_data, overrides, default_seed=cfg.general.seed)
+            from joyrl_ray.sweep.sweep import check_tune_installed, print_sweep_result, run_sweep
+
+            check_tune_installed()
+            check_ray_version()
+            session = RaySession(cfg.general.ray_address, num_cpus=cfg.general.ray_num_cpus)
+            result = run_sweep(spec, yaml_data, overrides, session)
+        except (ConfigError, ClusterError, EnvSpecError) as exc:
+            if signals.received is not None:  # a signal's exception, turned into this one
+                raise
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        finally:
+            if session is not None:
+                session.close()
+    print_sweep_result(result)
+    return result.exit_code

@@ -1,0 +1,217 @@
+"""A sweep: many runs under Ray Tune, one trial per sampled config.
+
+``python main.py --yaml cfg.yaml --sweep sweep.yaml [section.key=value ...]``: the run
+config is the yaml and the overrides as for one run; the sweep file
+(:mod:`joyrl_ray.sweep.spec`) says which keys vary, the seeds, the metric, the scheduler.
+The sweep directory (``<tasks_dir>/Sweep_<env>_<algo>_<time>/``) holds ``trials/`` (each
+trial's task directory, as a run writes it), ``sweep_results.csv``, ``best_config.yaml``
+(``python main.py --yaml best_config.yaml`` runs the best trial's config), the figure of
+every trial's evaluations, and Tune's own files (``tune/``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from joyrl_ray.config import ConfigError, RunConfig, build_config, parse_overrides
+from joyrl_ray.sweep.results import TrialRow, write_outputs
+from joyrl_ray.sweep.spec import SweepSpec
+from joyrl_ray.sweep.trial import ENV_STEPS, FINISHED, TrialTemplate, run_trial, trial_bundles
+
+TUNE_EXTRA = "pip install -r requirements-tune.txt"
+
+
+def check_tune_installed() -> None:
+    """Ray Tune is an extra: one line when it is missing, before anything starts."""
+    try:
+        import ray.tune  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--sweep needs Ray Tune ({exc.name or exc}): {TUNE_EXTRA}") from None
+
+
+@dataclass
+class SweepResult:
+    sweep_dir: Path
+    exit_code: int
+    rows: list[TrialRow]
+
+
+def search_space(spec: SweepSpec) -> dict[str, Any]:
+    from ray import tune
+
+    space: dict[str, Any] = {}
+    for dim in spec.space:
+        values = list(dim.values)
+        if dim.kind == "choice":
+            space[dim.key] = tune.choice(values)
+        elif dim.kind == "grid":
+            space[dim.key] = tune.grid_search(values)
+        elif dim.kind == "uniform":
+            space[dim.key] = tune.uniform(*values)
+        elif dim.kind == "loguniform":
+            space[dim.key] = tune.loguniform(*values)
+        else:  # randint, both ends included
+            space[dim.key] = tune.randint(int(values[0]), int(values[1]) + 1)
+    seeds = list(spec.seeds)
+    space["general_cfg.seed"] = tune.grid_search(seeds) if len(seeds) > 1 else seeds[0]
+    return space
+
+
+def scheduler(spec: SweepSpec, budget: int) -> Any:
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    if spec.scheduler == "asha":
+        grace = spec.grace_env_steps or max(1, budget // 8)
+        # max_t past the budget: a trial that ASHA keeps ends its run itself (its summary,
+        # last checkpoint and final report); ASHA would stop it on reaching max_t.
+        return ASHAScheduler(
+            time_attr=ENV_STEPS,
+            max_t=2 * budget,
+            grace_period=grace,
+            reduction_factor=spec.reduction_factor,
+        )
+    return FIFOScheduler()
+
+
+def sweep_dir_for(cfg: RunConfig) -> Path:
+    env = cfg.env.id.replace("/", "-").replace(":", "-")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = Path(cfg.general.tasks_dir) / f"Sweep_{env}_{cfg.general.algo_name}_{stamp}"
+    root.mkdir(parents=True, exist_ok=False)
+    return root
+
+
+def check_trial_fits(bundles: list[dict[str, float]], nodes: list[Any]) -> None:
+    """A trial's layout must fit the cluster; one line naming the largest node otherwise."""
+    need: dict[str, float] = {}
+    for bundle in bundles:
+        for key, value in bundle.items():
+            need[key] = need.get(key, 0.0) + value
+    have: dict[str, float] = {}
+    for node in nodes:
+        for key, value in node.resources.items():
+            have[key] = have.get(key, 0.0) + value
+    short = [k for k, v in need.items() if v > have.get(k, 0.0) + 1e-9]
+    if short:
+        largest = max(nodes, key=lambda n: n.resources.get("CPU", 0.0))
+        raise ConfigError(
+            f"a sweep trial needs {_shown(need)} (its driver, learners and workers), the "
+            f"cluster has {_shown(have)} (largest node {largest.ip}: {_shown(largest.resources)}); "
+            "lower general_cfg.n_workers / n_learners or worker_num_cpus / learner_num_cpus"
+        )
+
+
+def _shown(resources: dict[str, float]) -> str:
+    keys = [k for k in ("CPU", "GPU") if k in resources] + sorted(
+        k
+        for k in resources
+        if k not in ("CPU", "GPU", "memory", "object_store_memory") and not k.startswith("node:")
+    )
+    return ", ".join(f"{resources[k]:g} {k}" for k in keys)
+
+
+def run_sweep(
+    spec: SweepSpec, yaml_data: dict[str, Any], overrides: list[str], session: Any
+) -> SweepResult:
+    """Run the sweep on ``session``'s Ray (started or attached as for one run)."""
+    from ray import tune
+    from ray.tune import PlacementGroupFactory
+
+    from joyrl_ray.backends.placement import alive_nodes
+
+    base = parse_overrides(overrides)
+    cfg = RunConfig.from_omegaconf(build_config(yaml_data, base))
+    bundles = trial_bundles(cfg)
+    session.wait()
+    check_trial_fits(bundles, alive_nodes())
+    root = sweep_dir_for(cfg)
+    template = TrialTemplate(yaml_data, base, str(root / "trials"))
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, template=template),
+        PlacementGroupFactory(bundles, strategy="PACK"),
+    )
+    budget = cfg.general.max_env_steps
+    tuner = tune.Tuner(
+        trainable,
+        param_space=search_space(spec),
+        tune_config=tune.TuneConfig(
+            metric=spec.metric,
+            mode=spec.mode,
+            scheduler=scheduler(spec, budget),
+            num_samples=spec.num_samples,
+            max_concurrent_trials=spec.max_concurrent_trials,
+            time_budget_s=spec.time_budget_s,
+        ),
+        run_config=tune.RunConfig(
+            name="tune",
+            storage_path=str(root),
+            verbose=0,
+            callbacks=[_TrialLines(spec)],
+        ),
+    )
+    print(f"sweep: {root}", flush=True)
+    results = tuner.fit()
+    rows = [TrialRow.of(result, spec, root / "trials", budget) for result in results]
+    write_outputs(root, rows, spec, cfg)
+    failed = sum(row.status == "error" for row in rows)
+    return SweepResult(root, 1 if failed == len(rows) else 0, rows)
+
+
+class _TrialLines:
+    """A progress line per finished trial (Tune's own table is off: ``verbose=0``)."""
+
+    def __new__(cls, spec: SweepSpec) -> Any:
+        from ray.tune import Callback
+
+        class TrialLines(Callback):
+            def __init__(self) -> None:
+                self.done = 0
+
+            def on_trial_complete(
+                self, iteration: int, trials: list, trial: Any, **info: Any
+            ) -> None:
+                self._line(
+                    trial, "finished" if trial.last_result.get(FINISHED) else "stopped early"
+                )
+
+            def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+                self._line(trial, "failed")
+
+            def _line(self, trial: Any, what: str) -> None:
+                self.done += 1
+                last = trial.last_result or {}
+                sampled = ", ".join(f"{k}={_short(v)}" for k, v in sorted(trial.config.items()))
+                best = last.get("best_eval_return")
+                steps = last.get(ENV_STEPS)
+                print(
+                    f"trial {trial.trial_id} {what}: best eval {_short(best)} at "
+                    f"{steps if steps is not None else '-'} env steps ({sampled})",
+                    flush=True,
+                )
+
+        return TrialLines()
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def print_sweep_result(result: SweepResult) -> None:
+    rows = result.rows
+    finished = [r for r in rows if r.status != "error"]
+    best = next((r for r in rows if r.best), None)
+    line = f"sweep: {len(rows)} trials, {len(finished)} ran"
+    if best is not None:
+        line += (
+            f"; best {best.trial_id}: best eval {_short(best.best_eval)} ({best.overrides_text})"
+        )
+    print(line)
+    if result.exit_code != 0:
+        print("error: every trial failed; see sweep_results.csv", file=sys.stderr)
+    print(result.sweep_dir, flush=True)

@@ -1,0 +1,167 @@
+"""Sweeps on Ray Tune through ``python main.py --yaml ... --sweep sweep.yaml``.
+
+An ASHA sweep of 4 PPO trials on CartPole (one process each, 2 at a time, a grid of
+learning rates): ASHA stops the trials behind at a rung. What a user reads after it: one
+row per trial in ``sweep_results.csv``, ``best_config.yaml`` that runs through ``main.py``
+to the best trial's return (one process at a seed is reproducible: its evaluations are the
+trial's, and the run goes on to the budget where the trial may have been stopped), the
+figure, and no process of the sweep left. Trials on the Ray backend: every role of a trial
+reports the trial's placement group (``summary.json["placement"]["roles"][*]["group"]``),
+a group of its own per trial. Bad sweep input is in the bad-input table
+(``tests/test_bad_input.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runs import config_path, main_in_process, summary_of
+from tests.support.procs import TrackedRun, task_dirs, wait_gone
+from tests.support.runs import needs_extra
+
+BUDGET = 12_288  # PPO on CartPole: 12 iterations of 1,024 env steps, an evaluation every 2
+ASHA_SWEEP = """\
+space:
+  algo_cfg.lr: {grid: [0.001, 0.0003, 0.0001, 0.00003]}
+seeds: [1]
+scheduler: asha
+asha: {grace_env_steps: 4096, reduction_factor: 2}
+max_concurrent_trials: 2
+"""
+
+
+def sweep_args(tmp_path: Path, sweep: str, *overrides: str) -> tuple[str, ...]:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(sweep)
+    return (
+        "--yaml",
+        config_path("cartpole_ppo"),
+        "--sweep",
+        str(path),
+        f"general_cfg.max_env_steps={BUDGET}",
+        "general_cfg.reward_threshold=null",
+        "general_cfg.ray_num_cpus=2",
+        "general_cfg.save_fig=false",
+        f"general_cfg.tasks_dir={tmp_path / 'tasks'}",
+        *overrides,
+    )
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def finished_sweep(tmp_path: Path, run: TrackedRun) -> tuple[Path, list[dict[str, str]]]:
+    try:
+        code = run.wait(timeout=480)
+    finally:
+        run.kill()
+    assert code == 0, f"exit {code}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+    (sweep_dir,) = (tmp_path / "tasks").glob("Sweep_CartPole-v1_PPO_*")
+    return sweep_dir, read_csv(sweep_dir / "sweep_results.csv")
+
+
+@pytest.fixture(scope="module")
+def asha_sweep(tmp_path_factory):
+    needs_extra("ray.tune", "requirements-tune.txt")
+    tmp_path = tmp_path_factory.mktemp("asha")
+    run = TrackedRun(
+        sweep_args(tmp_path, ASHA_SWEEP, "general_cfg.mp_backend=single"), log_dir=tmp_path
+    )
+    sweep_dir, rows = finished_sweep(tmp_path, run)
+    return run, sweep_dir, rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_asha_sweep_of_4_trials_writes_a_row_each_and_stops_some_early(asha_sweep) -> None:
+    run, sweep_dir, rows = asha_sweep
+    assert len(rows) == 4, rows
+    lrs = {r["overrides"] for r in rows}
+    assert lrs == {f"algo_cfg.lr={lr}" for lr in ("0.001", "0.0003", "0.0001", "3e-05")}, rows
+    assert {r["status"] for r in rows} <= {"finished", "stopped early"}, rows
+    stopped = [r for r in rows if r["status"] == "stopped early"]
+    assert stopped and all(int(r["env_steps"]) < BUDGET for r in stopped), rows
+    finished = [r for r in rows if r["status"] == "finished"]
+    assert finished and all(r["stop_reason"] == "max_env_steps" for r in finished), rows
+    assert all(int(r["env_steps"]) >= BUDGET for r in finished), rows
+    (best,) = [r for r in rows if r["best"] == "1"]
+    assert float(best["best_eval_return"]) == max(float(r["best_eval_return"]) for r in rows)
+    # Each trial is an ordinary run, its task directory under the sweep's.
+    for row in rows:
+        task = Path(row["task_dir"])
+        assert task.parent.parent == sweep_dir / "trials", row
+        assert (task / "results" / "evals.csv").is_file(), row
+    assert (sweep_dir / "figs" / "trials.png").stat().st_size > 0
+    lines = run.stdout.splitlines()
+    assert sum(line.startswith("trial ") for line in lines) == 4, run.stdout[-2000:]
+    assert lines[-1] == str(sweep_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_best_config_of_a_sweep_runs_through_main_py_to_the_best_trials_return(
+    asha_sweep, tmp_path: Path, capsys
+) -> None:
+    _, sweep_dir, rows = asha_sweep
+    (best,) = [r for r in rows if r["best"] == "1"]
+    code = main_in_process(
+        ("--yaml", str(sweep_dir / "best_config.yaml"), f"general_cfg.tasks_dir={tmp_path}")
+    )
+    assert code == 0, capsys.readouterr().err[-3000:]
+    (task,) = task_dirs(tmp_path)
+    summary = summary_of(task)
+    evals = [e["return_mean"] for e in summary["eval_history"]]
+    assert summary["env_steps"] >= BUDGET
+    # One process at a fixed seed is reproducible: the trial's evaluations come again (and
+    # more, past where ASHA may have stopped the trial).
+    trial = [
+        float(r["return_mean"]) for r in read_csv(Path(best["task_dir"]) / "results" / "evals.csv")
+    ]
+    assert evals[: len(trial)] == pytest.approx(trial, abs=0.05), (evals, trial)
+    assert max(evals) >= float(best["best_eval_return"]) - 0.05
+
+
+@pytest.mark.slow
+def test_no_process_of_a_finished_sweep_is_left(asha_sweep) -> None:
+    run, _, _ = asha_sweep
+    started = {p: c for p, c in run.seen.items() if c}
+    assert any("raylet" in c for c in started.values()), "the sweep's Ray was not observed"
+    assert not wait_gone(started, timeout=20), "processes of the sweep still alive"
+    assert not run.leftovers()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
+    tmp_path: Path,
+) -> None:
+    needs_extra("ray.tune", "requirements-tune.txt")
+    sweep = "space:\n  algo_cfg.lr: {grid: [0.001, 0.0003]}\nmax_concurrent_trials: 1\n"
+    run = TrackedRun(
+        sweep_args(
+            tmp_path,
+            sweep,
+            "general_cfg.mp_backend=ray",
+            "general_cfg.n_workers=1",
+            "general_cfg.worker_num_cpus=0.5",  # a trial: its driver 1 CPU, these 0.5 each
+            "general_cfg.learner_num_cpus=0.5",
+            f"general_cfg.max_env_steps={BUDGET // 3}",
+        ),
+        log_dir=tmp_path,
+    )
+    _, rows = finished_sweep(tmp_path, run)
+    assert [r["status"] for r in rows] == ["finished", "finished"], rows
+    groups = []
+    for row in rows:
+        roles = summary_of(Path(row["task_dir"]))["placement"]["roles"]
+        assert set(roles) == {"coordinator", "data server", "learner 0", "worker 0"}, roles
+        (group,) = {where["group"] for where in roles.values()}
+        assert group, json.dumps(roles)
+        groups.append(group)
+    assert len(set(groups)) == 2, groups  # each trial in a group of its own
