@@ -113,6 +113,10 @@ def job_notes(tasks_dir: str) -> list[str]:
 #: busy head that start can fail once and succeed when asked again (the error names it).
 CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 CLIENT_SERVER_RETRIES, CLIENT_SERVER_RETRY_S = 2, 2.0
+#: A local Ray whose raylet misses Ray's start-up deadline (a machine whose cores are all
+#: busy) usually starts when asked again.
+LOCAL_START_TIMED_OUT = "timed out during startup"
+LOCAL_START_RETRIES = 1
 
 
 def connect(address: str | None, *, num_cpus: int | None = None) -> str:
@@ -127,14 +131,19 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
     target = resolve_target(address)
     if target.address is None:
         # "local" starts a new Ray even when RAY_ADDRESS is set in the environment.
-        try:
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
-        except Exception as exc:  # e.g. "The current node timed out during startup"
-            raise ClusterError(
-                f"general_cfg.ray_address={address!r}: starting a local Ray failed "
-                f"({first_line(exc)}); see /tmp/ray/session_latest/logs, or use "
-                "general_cfg.mp_backend=single"
-            ) from None
+        for attempt in range(LOCAL_START_RETRIES + 1):
+            try:
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
+                break
+            except Exception as exc:  # e.g. "The current node timed out during startup"
+                if attempt < LOCAL_START_RETRIES and LOCAL_START_TIMED_OUT in str(exc):
+                    ray.shutdown()  # what the timed-out start left, before a fresh one
+                    continue
+                raise ClusterError(
+                    f"general_cfg.ray_address={address!r}: starting a local Ray failed "
+                    f"({first_line(exc)}); see /tmp/ray/session_latest/logs, or use "
+                    "general_cfg.mp_backend=single"
+                ) from None
         return "owned"
     label = target.label
     mode = check_token_mode(label)

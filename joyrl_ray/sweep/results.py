@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ FIELDS = (
     "wall_time_s",
     "status",
     "stop_reason",
+    "restarts",
     "best",
     "task_dir",
 )
@@ -48,6 +51,7 @@ class TrialRow:
     stop_reason: str
     task_dir: Path | None
     error: str = ""
+    restarts: str = ""  # roles its run restarted: "learner 1, workers 2"
     best: bool = False
     evals: list[tuple[int, float]] = field(default_factory=list)
 
@@ -60,7 +64,7 @@ class TrialRow:
         config = dict(result.config or {})
         seed = int(config.pop("general_cfg.seed", spec.seeds[0]))
         metrics = result.metrics or {}
-        trial_id = metrics.get("trial_id") or Path(result.path).name.split("_")[-2]
+        trial_id = metrics.get("trial_id") or _trial_id_of(Path(result.path).name)
         task = _task_dir(trials_dir / trial_id)
         evals = _evals(task)
         if result.error is not None:
@@ -84,7 +88,8 @@ class TrialRow:
             status=status,
             stop_reason=reason,
             task_dir=task,
-            error=str(result.error).splitlines()[0] if result.error is not None else "",
+            error=_error_line(result.error) if result.error is not None else "",
+            restarts=_restarts(task),
             evals=evals,
         )
 
@@ -100,9 +105,40 @@ class TrialRow:
             "wall_time_s": round(self.wall_time_s, 1),
             "status": self.status,
             "stop_reason": self.error or self.stop_reason,
+            "restarts": self.restarts,
             "best": int(self.best),
             "task_dir": str(self.task_dir or ""),
         }
+
+
+def _trial_id_of(folder: str) -> str:
+    """The trial id in Tune's folder name of a trial (``run_trial_<id>_<index>_...``), for a
+    trial that failed before its first report."""
+    found = re.search(r"_([0-9a-f]{5}_\d{5})_", folder)
+    return found.group(1) if found else folder
+
+
+def _restarts(task: Path | None) -> str:
+    """The roles the trial's run restarted (its summary's counts), '' when none or when the
+    run left no summary (stopped by the scheduler)."""
+    file = task / "results" / "summary.json" if task is not None else None
+    if file is None or not file.is_file():
+        return ""
+    summary = json.loads(file.read_text())
+    counts = [
+        ("learner", summary.get("learner_restarts", 0)),
+        ("workers", summary.get("worker_restarts", 0)),
+    ]
+    return ", ".join(f"{role} {n}" for role, n in counts if n)
+
+
+def _error_line(error: BaseException) -> str:
+    """What failed a trial, in one line: the trial's own exception (Ray wraps it with the
+    actor's name and a colored traceback)."""
+    cause = getattr(error, "cause", None)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(cause if cause is not None else error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
 
 
 def _value(value: Any) -> str:

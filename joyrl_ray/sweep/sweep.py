@@ -66,9 +66,14 @@ def scheduler(spec: SweepSpec, budget: int) -> Any:
 
     if spec.scheduler == "asha":
         grace = spec.grace_env_steps or max(1, budget // 8)
+        # ASHA compares the trials' latest evaluations at each rung, whatever the sweep's
+        # metric: env steps to the threshold tie for every trial not solved yet (and a
+        # solved trial stops before the next rung), so it could not tell them apart.
         # max_t past the budget: a trial that ASHA keeps ends its run itself (its summary,
         # last checkpoint and final report); ASHA would stop it on reaching max_t.
         return ASHAScheduler(
+            metric="eval_return_mean",
+            mode="max",
             time_attr=ENV_STEPS,
             max_t=2 * budget,
             grace_period=grace,
@@ -138,9 +143,8 @@ def run_sweep(
     tuner = tune.Tuner(
         trainable,
         param_space=search_space(spec),
+        # The sweep's metric picks the best trial (results.pick_best); the scheduler has its own.
         tune_config=tune.TuneConfig(
-            metric=spec.metric,
-            mode=spec.mode,
             scheduler=scheduler(spec, budget),
             num_samples=spec.num_samples,
             max_concurrent_trials=spec.max_concurrent_trials,

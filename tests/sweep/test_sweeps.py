@@ -22,6 +22,7 @@ import pytest
 from tests.support.cli_runs import config_path, main_in_process, summary_of
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
 from tests.support.runs import needs_extra
+from tests.support.watch import kill, role_pids, wait_for
 
 BUDGET = 12_288  # PPO on CartPole: 12 iterations of 1,024 env steps, an evaluation every 2
 ASHA_SWEEP = """\
@@ -32,6 +33,15 @@ scheduler: asha
 asha: {grace_env_steps: 4096, reduction_factor: 2}
 max_concurrent_trials: 2
 """
+
+
+#: A trial on the Ray backend that fits 2 CPUs: its driver 1 CPU, a learner and a worker 0.5.
+RAY_TRIAL = (
+    "general_cfg.mp_backend=ray",
+    "general_cfg.n_workers=1",
+    "general_cfg.worker_num_cpus=0.5",
+    "general_cfg.learner_num_cpus=0.5",
+)
 
 
 def sweep_args(tmp_path: Path, sweep: str, *overrides: str) -> tuple[str, ...]:
@@ -147,10 +157,7 @@ def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
         sweep_args(
             tmp_path,
             sweep,
-            "general_cfg.mp_backend=ray",
-            "general_cfg.n_workers=1",
-            "general_cfg.worker_num_cpus=0.5",  # a trial: its driver 1 CPU, these 0.5 each
-            "general_cfg.learner_num_cpus=0.5",
+            *RAY_TRIAL,
             f"general_cfg.max_env_steps={BUDGET // 3}",
         ),
         log_dir=tmp_path,
@@ -165,3 +172,62 @@ def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
         assert group, json.dumps(roles)
         groups.append(group)
     assert len(set(groups)) == 2, groups  # each trial in a group of its own
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_trial_whose_run_fails_is_an_error_row_and_the_other_trials_finish(
+    tmp_path: Path,
+) -> None:
+    needs_extra("ray.tune", "requirements-tune.txt")
+    # 9 in 10 env steps of the second trial raise: its run stops with exit 1 (envs failing
+    # past the error budget), the trial with it.
+    sweep = (
+        "space:\n"
+        "  general_cfg.fault_injection.env_error_rate: {grid: [0.0, 0.9]}\n"
+        "max_concurrent_trials: 2\n"
+    )
+    run = TrackedRun(
+        sweep_args(
+            tmp_path,
+            sweep,
+            "general_cfg.mp_backend=single",
+            f"general_cfg.max_env_steps={BUDGET // 3}",
+        ),
+        log_dir=tmp_path,
+    )
+    _, rows = finished_sweep(tmp_path, run)
+    by_rate = {r["overrides"]: r for r in rows}
+    ok = by_rate["general_cfg.fault_injection.env_error_rate=0"]
+    failed = by_rate["general_cfg.fault_injection.env_error_rate=0.9"]
+    assert ok["status"] == "finished" and ok["stop_reason"] == "max_env_steps", ok
+    assert ok["best"] == "1"
+    assert failed["status"] == "error" and "run exited 1" in failed["stop_reason"], failed
+    assert "trial " + failed["trial_id"] + " failed" in run.stdout, run.stdout[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_learner_killed_mid_sweep_is_restarted_in_its_trial_and_every_trial_finishes(
+    tmp_path: Path,
+) -> None:
+    needs_extra("ray.tune", "requirements-tune.txt")
+    sweep = "space:\n  algo_cfg.lr: {grid: [0.001, 0.0003]}\nmax_concurrent_trials: 1\n"
+    run = TrackedRun(
+        sweep_args(tmp_path, sweep, *RAY_TRIAL, f"general_cfg.max_env_steps={BUDGET // 2}"),
+        log_dir=tmp_path,
+    )
+    try:
+        # The first trial's learner, once that trial has written a checkpoint to restart from.
+        checkpoints = lambda: list((tmp_path / "tasks").glob("Sweep_*/trials/*/*/models/*.pt"))  # noqa: E731
+        wait_for(run, "a trial's checkpoint", checkpoints, 300)
+        (learner,) = wait_for(run, "its learner", lambda: role_pids(run, "ray::Learner"), 60)
+        kill(learner)
+    except BaseException:
+        run.kill()
+        raise
+    _, rows = finished_sweep(tmp_path, run)
+    assert [r["status"] for r in rows] == ["finished", "finished"], rows
+    assert all(r["stop_reason"] == "max_env_steps" for r in rows), rows
+    # The CSV says which trial restarted its learner: the first one, once.
+    assert [r["restarts"] for r in rows] == ["learner 1", ""], rows
