@@ -43,6 +43,9 @@ RAY_TRIAL = (
     "general_cfg.learner_num_cpus=0.5",
 )
 
+#: Two trials on the Ray backend, one at a time.
+TWO_RAY_TRIALS = "space:\n  algo_cfg.lr: {grid: [0.001, 0.0003]}\nmax_concurrent_trials: 1\n"
+
 
 def sweep_args(tmp_path: Path, sweep: str, *overrides: str) -> tuple[str, ...]:
     path = tmp_path / "sweep.yaml"
@@ -146,32 +149,56 @@ def test_no_process_of_a_finished_sweep_is_left(asha_sweep) -> None:
     assert not run.leftovers()
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def ray_trials_with_a_killed_learner(tmp_path_factory):
+    """Two trials on the Ray backend, one at a time; the first one's learner is killed with
+    SIGKILL once that trial has written a checkpoint to restart from."""
     needs_extra("ray.tune", "requirements-tune.txt")
-    sweep = "space:\n  algo_cfg.lr: {grid: [0.001, 0.0003]}\nmax_concurrent_trials: 1\n"
+    tmp_path = tmp_path_factory.mktemp("ray_trials")
     run = TrackedRun(
         sweep_args(
-            tmp_path,
-            sweep,
-            *RAY_TRIAL,
-            f"general_cfg.max_env_steps={BUDGET // 3}",
+            tmp_path, TWO_RAY_TRIALS, *RAY_TRIAL, f"general_cfg.max_env_steps={BUDGET // 2}"
         ),
         log_dir=tmp_path,
     )
+    try:
+        checkpoints = lambda: list((tmp_path / "tasks").glob("Sweep_*/trials/*/*/models/*.pt"))  # noqa: E731
+        wait_for(run, "a trial's checkpoint", checkpoints, 300)
+        (learner,) = wait_for(run, "its learner", lambda: role_pids(run, "ray::Learner"), 60)
+        kill(learner)
+    except BaseException:
+        run.kill()
+        raise
     _, rows = finished_sweep(tmp_path, run)
-    assert [r["status"] for r in rows] == ["finished", "finished"], rows
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
+    ray_trials_with_a_killed_learner,
+) -> None:
+    rows = ray_trials_with_a_killed_learner
     groups = []
     for row in rows:
         roles = summary_of(Path(row["task_dir"]))["placement"]["roles"]
         assert set(roles) == {"coordinator", "data server", "learner 0", "worker 0"}, roles
+        # The restarted learner of the first trial too.
         (group,) = {where["group"] for where in roles.values()}
         assert group, json.dumps(roles)
         groups.append(group)
     assert len(set(groups)) == 2, groups  # each trial in a group of its own
+
+
+@pytest.mark.slow
+def test_a_learner_killed_mid_sweep_is_restarted_in_its_trial_and_every_trial_finishes(
+    ray_trials_with_a_killed_learner,
+) -> None:
+    rows = ray_trials_with_a_killed_learner
+    assert [r["status"] for r in rows] == ["finished", "finished"], rows
+    assert all(r["stop_reason"] == "max_env_steps" for r in rows), rows
+    # The CSV says which trial restarted its learner: the first one, once.
+    assert [r["restarts"] for r in rows] == ["learner 1", ""], rows
 
 
 @pytest.mark.slow
@@ -204,30 +231,3 @@ def test_a_trial_whose_run_fails_is_an_error_row_and_the_other_trials_finish(
     assert ok["best"] == "1"
     assert failed["status"] == "error" and "run exited 1" in failed["stop_reason"], failed
     assert "trial " + failed["trial_id"] + " failed" in run.stdout, run.stdout[-2000:]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_a_learner_killed_mid_sweep_is_restarted_in_its_trial_and_every_trial_finishes(
-    tmp_path: Path,
-) -> None:
-    needs_extra("ray.tune", "requirements-tune.txt")
-    sweep = "space:\n  algo_cfg.lr: {grid: [0.001, 0.0003]}\nmax_concurrent_trials: 1\n"
-    run = TrackedRun(
-        sweep_args(tmp_path, sweep, *RAY_TRIAL, f"general_cfg.max_env_steps={BUDGET // 2}"),
-        log_dir=tmp_path,
-    )
-    try:
-        # The first trial's learner, once that trial has written a checkpoint to restart from.
-        checkpoints = lambda: list((tmp_path / "tasks").glob("Sweep_*/trials/*/*/models/*.pt"))  # noqa: E731
-        wait_for(run, "a trial's checkpoint", checkpoints, 300)
-        (learner,) = wait_for(run, "its learner", lambda: role_pids(run, "ray::Learner"), 60)
-        kill(learner)
-    except BaseException:
-        run.kill()
-        raise
-    _, rows = finished_sweep(tmp_path, run)
-    assert [r["status"] for r in rows] == ["finished", "finished"], rows
-    assert all(r["stop_reason"] == "max_env_steps" for r in rows), rows
-    # The CSV says which trial restarted its learner: the first one, once.
-    assert [r["restarts"] for r in rows] == ["learner 1", ""], rows
