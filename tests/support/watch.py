@@ -74,6 +74,15 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
+def the_error_line(code: int | None, stderr: str) -> str:
+    """The one ``error:`` line of a run that failed (exit 1) and said so without a traceback."""
+    assert code == 1, f"exit {code}\n{stderr[-3000:]}"
+    errors = error_lines(stderr)
+    assert len(errors) == 1, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    return errors[0]
+
+
 def final_checkpoint_updates(task: Path) -> int:
     return checkpoint_updates(torch.load(task / "models" / "last.pt", weights_only=True))
 
