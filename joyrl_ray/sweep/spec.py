@@ -18,7 +18,7 @@ yaml), read and checked before Ray starts: every bad input is one line.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from joyrl_ray.config import (
@@ -77,7 +77,6 @@ class SweepSpec:
     num_samples: int = 1
     max_concurrent_trials: int = 2
     time_budget_s: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -121,12 +120,14 @@ def _check_against_run(
         values = dim.values if dim.kind in ("choice", "grid") else (dim.example(),)
         for value in values:
             try:
-                build_config(run_yaml, _merged(base, {dim.key: value}))
+                build_config(run_yaml, merged_overrides(base, {dim.key: value}))
             except ConfigError as exc:
                 raise ConfigError(f"sweep space {dim.key}={value!r}: {exc}") from None
 
 
-def _merged(base: dict[str, dict[str, Any]], flat: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def merged_overrides(
+    base: dict[str, dict[str, Any]], flat: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
     """``base`` overrides with ``flat`` dotted keys on top (values as they are, not yaml)."""
     merged = {k: dict(v) for k, v in base.items()}
     for key, value in flat.items():

@@ -154,7 +154,7 @@ def run_sweep(
             name="tune",
             storage_path=str(root),
             verbose=0,
-            callbacks=[_TrialLines(spec)],
+            callbacks=[trial_lines()],
         ),
     )
     print(f"sweep: {root}", flush=True)
@@ -165,39 +165,30 @@ def run_sweep(
     return SweepResult(root, 1 if failed == len(rows) else 0, rows)
 
 
-class _TrialLines:
-    """A progress line per finished trial (Tune's own table is off: ``verbose=0``)."""
+def trial_lines() -> Any:
+    """A Tune callback printing a line per finished trial (Tune's own table is off:
+    ``verbose=0``). Made here, not at import: Ray Tune is an extra."""
+    from ray.tune import Callback
 
-    def __new__(cls, spec: SweepSpec) -> Any:
-        from ray.tune import Callback
+    class TrialLines(Callback):
+        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            _line(trial, "finished" if trial.last_result.get(FINISHED) else "stopped early")
 
-        class TrialLines(Callback):
-            def __init__(self) -> None:
-                self.done = 0
+        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            _line(trial, "failed")
 
-            def on_trial_complete(
-                self, iteration: int, trials: list, trial: Any, **info: Any
-            ) -> None:
-                self._line(
-                    trial, "finished" if trial.last_result.get(FINISHED) else "stopped early"
-                )
+    return TrialLines()
 
-            def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-                self._line(trial, "failed")
 
-            def _line(self, trial: Any, what: str) -> None:
-                self.done += 1
-                last = trial.last_result or {}
-                sampled = ", ".join(f"{k}={_short(v)}" for k, v in sorted(trial.config.items()))
-                best = last.get("best_eval_return")
-                steps = last.get(ENV_STEPS)
-                print(
-                    f"trial {trial.trial_id} {what}: best eval {_short(best)} at "
-                    f"{steps if steps is not None else '-'} env steps ({sampled})",
-                    flush=True,
-                )
-
-        return TrialLines()
+def _line(trial: Any, what: str) -> None:
+    last = trial.last_result or {}
+    sampled = ", ".join(f"{k}={_short(v)}" for k, v in sorted(trial.config.items()))
+    steps = last.get(ENV_STEPS)
+    print(
+        f"trial {trial.trial_id} {what}: best eval {_short(last.get('best_eval_return'))} at "
+        f"{steps if steps is not None else '-'} env steps ({sampled})",
+        flush=True,
+    )
 
 
 def _short(value: Any) -> str:

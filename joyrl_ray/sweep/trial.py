@@ -18,7 +18,7 @@ from typing import Any
 
 from joyrl_ray.backends.placement import layout_bundles
 from joyrl_ray.config import RunConfig, build_config
-from joyrl_ray.sweep.spec import _merged
+from joyrl_ray.sweep.spec import merged_overrides
 
 #: Metrics each report carries (besides Tune's own).
 ENV_STEPS = "env_steps"
@@ -39,7 +39,9 @@ class TrialTemplate:
         flat["general_cfg.tasks_dir"] = task_root
         flat["general_cfg.progress"] = False
         flat["general_cfg.show_fig"] = False
-        return RunConfig.from_omegaconf(build_config(self.yaml_data, _merged(self.overrides, flat)))
+        return RunConfig.from_omegaconf(
+            build_config(self.yaml_data, merged_overrides(self.overrides, flat))
+        )
 
 
 def trial_bundles(cfg: RunConfig) -> list[dict[str, float]]:
