@@ -52,10 +52,14 @@ def test_per_on_two_shards_with_two_learners_learns_cartpole_to_200_and_accounts
 ) -> None:
     """DQN with prioritized replay, 2 workers each inserting into its own shard, 2 learners
     sampling both shards in rounds and writing priorities back to the shard a row came
-    from: it learns (to 200; its first evaluation, at 4k env steps, reached 245 here; the
-    solve to 475 is the benchmark's), the ranks stay identical, and every
+    from: it learns (to 200; the solve to 475 is the benchmark's), the ranks stay
+    identical, and every
     transition collected was stored in one of the shards or dropped for a named reason
-    (here only the chunks that raced the stop)."""
+    (here only the chunks that raced the stop).
+
+    The budget is wide because this flow is not reproducible and DQN's evaluations swing
+    between 100 and 250 before it solves: 4 seeds, two runs at a time, first reached 200
+    at 4k-8k env steps and 475 at 12k-26k; one CI run stayed at 86-134 through 12k."""
     learning = CASES["ray-per-2-shards-2-learners"]
     summary = train_in_process(
         tmp_path / "per-2-shards-2-learners", learning.config, learning.args(), learning.threshold
