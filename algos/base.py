@@ -285,13 +285,27 @@ class Algorithm(ABC):
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``. An optimizer takes the checkpoint's moments but keeps this
+        config's hyperparameters (``lr``, betas, ...): a resume with a new ``algo_cfg.lr``,
+        or a population-based sweep's mutated one, trains with it (as SB3's ``load`` with
+        ``custom_objects``)."""
         for name, value in self._state_items():
             if isinstance(value, torch.Tensor):
                 with torch.no_grad():
                     value.copy_(torch.as_tensor(state[name]))
+            elif isinstance(value, torch.optim.Optimizer):
+                configured = [_hyperparameters(group) for group in value.param_groups]
+                value.load_state_dict(state[name])
+                for group, hyperparameters in zip(value.param_groups, configured, strict=True):
+                    group.update(hyperparameters)
             else:
                 value.load_state_dict(state[name])
         self.updates = int(state["updates"])
+
+
+def _hyperparameters(group: dict[str, Any]) -> dict[str, Any]:
+    """An optimizer param group's settings (its ``params`` left out)."""
+    return {key: value for key, value in group.items() if key != "params"}
 
 
 #: Devices with torch's fused Adam kernel: one kernel for every parameter, where the default

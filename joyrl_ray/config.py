@@ -85,6 +85,21 @@ def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
     return parsed
 
 
+def merged_overrides(
+    base: dict[str, dict[str, Any]], flat: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """``base`` overrides with ``flat`` dotted keys on top (values as they are, not yaml)."""
+    merged = {k: dict(v) for k, v in base.items()}
+    for key, value in flat.items():
+        section, _, rest = key.partition(".")
+        node = merged.setdefault(section, {})
+        *parents, last = rest.split(".")
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[last] = value
+    return merged
+
+
 def _deep_update(into: dict[str, Any], new: dict[str, Any]) -> None:
     for key, value in new.items():
         if isinstance(value, dict) and isinstance(into.get(key), dict):

@@ -484,7 +484,41 @@ SUBPROCESS_CASES = [
         "sweep_unknown_scheduler",
         sweep_file("space: {algo_cfg.lr: {choice: [0.001]}}\nscheduler: hyperband\n"),
         r"sweep scheduler='hyperband'",
-        r"allowed: fifo, asha",
+        r"allowed: fifo, asha, pbt",
+    ),
+    Case(
+        "sweep_optuna_over_a_grid",
+        sweep_file("space: {algo_cfg.lr: {grid: [0.001, 0.0003]}}\nsearcher: optuna\n"),
+        r"sweep space algo_cfg\.lr: grid with searcher optuna",
+        r"use choice, or searcher random for a grid",
+    ),
+    Case(
+        "sweep_pbt_mutation_of_a_shape",
+        sweep_file(
+            "scheduler: pbt\npbt:\n  perturbation_env_steps: 4096\n  mutations:\n"
+            "    algo_cfg.value_layers: {choice: ["
+            "[{layer_type: linear, layer_dim: [64], activation: relu}], "
+            "[{layer_type: linear, layer_dim: [128], activation: relu}]]}\n"
+        ),
+        r"sweep pbt\.mutations algo_cfg\.value_layers: a checkpoint made with .* does not load",
+        r"size mismatch.*PBT can mutate only keys a restored run can take",
+    ),
+    Case(
+        "sweep_pbt_mutation_outside_algo_cfg",
+        sweep_file(
+            "scheduler: pbt\npbt:\n  perturbation_env_steps: 4096\n  mutations:\n"
+            "    general_cfg.n_workers: {choice: [1, 2]}\n"
+        ),
+        r"sweep pbt\.mutations general_cfg\.n_workers",
+        r"only algo_cfg keys can change",
+    ),
+    Case(
+        "sweep_pbt_without_a_perturbation_interval",
+        sweep_file(
+            "scheduler: pbt\npbt:\n  mutations: {algo_cfg.lr: {uniform: [0.0001, 0.001]}}\n"
+        ),
+        r"sweep pbt\.perturbation_env_steps: required",
+        r"env steps between a trial's perturbations",
     ),
     Case(
         "sweep_section_in_the_yaml_unknown_key",

@@ -100,12 +100,12 @@ class Recorder:
         n_workers: int = 1,
         n_learners: int = 1,
         update_unit: str = "updates",
-        on_eval: Callable[[dict[str, Any]], None] | None = None,
+        on_eval: Callable[[dict[str, Any], Path], None] | None = None,
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.task = task
-        self.on_eval = on_eval  # sees each evaluation's row once it is written
+        self.on_eval = on_eval  # sees each evaluation's row once written, and the task root
         self.started_at = started_at
         self.logger = make_logger(task)
         self.tb = SummaryWriter(log_dir=str(task.logs))
@@ -226,7 +226,7 @@ class Recorder:
             f"return {row['return_mean']:.1f} +- {row['return_std']:.1f}{failed}"
         )
         if self.on_eval is not None:
-            self.on_eval(dict(self.eval_history[-1]))
+            self.on_eval(dict(self.eval_history[-1]), self.task.root)
 
     def verdict(self) -> str:
         """What limits the run over the last stretch (for the progress line)."""

@@ -106,11 +106,11 @@ def run(
     started_at: float | None = None,
     announce: Callable[[RunResult], None] | None = None,
     session: RaySession | None = None,
-    on_eval: Callable[[dict[str, Any]], None] | None = None,
+    on_eval: Callable[[dict[str, Any], Path], None] | None = None,
 ) -> RunResult:
     """Run ``cfg``; ``announce`` sees the result before Ray is torn down, ``on_eval`` each
-    online evaluation's row (``results/evals.csv``) as it is written (a sweep's trial
-    reports it to Ray Tune).
+    online evaluation's row (``results/evals.csv``) as it is written, with the task
+    directory (a sweep's trial reports it to Ray Tune, with the checkpoint beside it).
 
     ``session`` is Ray already starting for this run (:func:`start_session`); without one,
     a Ray run starts its own here. Either way the run closes it.
@@ -191,7 +191,7 @@ def _run_in(
     started_at: float,
     announce: Callable[[RunResult], None] | None,
     session: RaySession | None,
-    on_eval: Callable[[dict[str, Any]], None] | None = None,
+    on_eval: Callable[[dict[str, Any], Path], None] | None = None,
 ) -> RunResult:
     general = cfg.general
     train = general.mode == "train"

@@ -45,7 +45,7 @@ def sweep_from_cli(yaml_path: str | None, sweep_path: str | None, overrides: lis
             spec = parse_sweep(data, yaml_data, overrides, default_seed=cfg.general.seed)
             from joyrl_ray.sweep.sweep import check_tune_installed, print_sweep_result, run_sweep
 
-            check_tune_installed()
+            check_tune_installed(spec)
             check_ray_version()
             session = RaySession(cfg.general.ray_address, num_cpus=cfg.general.ray_num_cpus)
             result = run_sweep(spec, yaml_data, overrides, session)

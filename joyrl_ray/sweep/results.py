@@ -17,6 +17,7 @@ import yaml
 
 from joyrl_ray.config import RunConfig
 from joyrl_ray.run.atomic_file import atomic_write_text
+from joyrl_ray.sweep.checkpoints import RESTORED_PREFIX
 from joyrl_ray.sweep.spec import SweepSpec
 from joyrl_ray.sweep.trial import ENV_STEPS, FINISHED
 
@@ -32,6 +33,7 @@ FIELDS = (
     "status",
     "stop_reason",
     "restarts",
+    "restored_from",
     "best",
     "task_dir",
 )
@@ -52,6 +54,7 @@ class TrialRow:
     task_dir: Path | None
     error: str = ""
     restarts: str = ""  # roles its run restarted: "learner 1, workers 2"
+    restored_from: str = ""  # PBT: the checkpoints of other trials it went on from
     best: bool = False
     evals: list[tuple[int, float]] = field(default_factory=list)
 
@@ -63,9 +66,14 @@ class TrialRow:
     def of(cls, result: Any, spec: SweepSpec, trials_dir: Path, budget: int) -> TrialRow:
         config = dict(result.config or {})
         seed = int(config.pop("general_cfg.seed", spec.seeds[0]))
+        trial_id = _trial_id_of(Path(result.path).name)
         metrics = result.metrics or {}
-        trial_id = metrics.get("trial_id") or _trial_id_of(Path(result.path).name)
-        task = _task_dir(trials_dir / trial_id)
+        if metrics.get("trial_id") != trial_id:
+            # A trial that failed on its restore, before its first report, shows the
+            # result of the trial it was cloning (PBT copies it): none of it is its own.
+            metrics = {}
+        reported = metrics.get("task_dir")  # a restored trial has a task directory per run
+        task = Path(reported) if reported else _task_dir(trials_dir / trial_id)
         evals = _evals(task)
         if result.error is not None:
             status, reason = "error", "error"
@@ -90,6 +98,7 @@ class TrialRow:
             task_dir=task,
             error=_error_line(result.error) if result.error is not None else "",
             restarts=_restarts(task),
+            restored_from=str(metrics.get("restored_from") or ""),
             evals=evals,
         )
 
@@ -106,15 +115,16 @@ class TrialRow:
             "status": self.status,
             "stop_reason": self.error or self.stop_reason,
             "restarts": self.restarts,
+            "restored_from": self.restored_from,
             "best": int(self.best),
             "task_dir": str(self.task_dir or ""),
         }
 
 
 def _trial_id_of(folder: str) -> str:
-    """The trial id in Tune's folder name of a trial (``run_trial_<id>_<index>_...``), for a
-    trial that failed before its first report."""
-    found = re.search(r"_([0-9a-f]{5}_\d{5})_", folder)
+    """The trial id in Tune's folder name of a trial (``run_trial_<id>_<index>_...``): the
+    experiment's 5 hex digits and the trial's number, or a searcher's own 8 hex digits."""
+    found = re.match(r"run_trial_([0-9a-f]{5}_\d{5}|[0-9a-f]{8})_\d+_", folder)
     return found.group(1) if found else folder
 
 
@@ -150,8 +160,13 @@ def _number(value: float) -> str | float:
 
 
 def _task_dir(trial_root: Path) -> Path | None:
-    found = sorted(trial_root.glob("*/results")) if trial_root.is_dir() else []
-    return found[0].parent if found else None
+    """The trial's newest task directory (restored checkpoints beside them left out)."""
+    found = [
+        results.parent
+        for results in (trial_root.glob("*/results") if trial_root.is_dir() else [])
+        if not results.parent.name.startswith(RESTORED_PREFIX)
+    ]
+    return max(found, key=lambda task: task.stat().st_mtime_ns) if found else None
 
 
 def _evals(task: Path | None) -> list[tuple[int, float]]:
@@ -210,7 +225,8 @@ def _figure(root: Path, rows: list[TrialRow], cfg: RunConfig) -> None:
     ax.set_xlabel("env steps")
     ax.set_ylabel("online eval return (mean)")
     ax.set_title(f"sweep: {cfg.general.algo_name} on {cfg.env.id} (dashed: stopped early)")
-    ax.legend(fontsize="small")
+    if ax.get_legend_handles_labels()[0]:  # no trial evaluated: no legend to draw
+        ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(root / "figs" / "trials.png")
     plt.close(fig)

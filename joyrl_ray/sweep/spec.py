@@ -7,9 +7,14 @@ yaml), read and checked before Ray starts: every bad input is one line.
       algo_cfg.target_update: {grid: [100, 500]}
     seeds: [1, 2]                # a grid dimension over general_cfg.seed
     metric: eval_return_mean     # max of the online evaluations; or env_steps_to_threshold (min)
-    searcher: random
-    scheduler: asha              # fifo or asha (on env steps)
+    searcher: random             # or optuna (TPE; pip install -r requirements-tune.txt)
+    scheduler: asha              # fifo, asha (on env steps) or pbt
     asha: {grace_env_steps: 4000, reduction_factor: 2}
+    pbt:                         # population-based training: restores and mutations
+      perturbation_env_steps: 8192
+      mutations: {algo_cfg.lr: {loguniform: [0.0001, 0.003]}}
+      quantile_fraction: 0.25
+      resample_probability: 0.25
     num_samples: 4               # draws of the space (each grid point and seed that many times)
     max_concurrent_trials: 2
     time_budget_s: null          # the whole sweep's wall clock, or null
@@ -26,14 +31,15 @@ from joyrl_ray.config import (
     ConfigError,
     build_config,
     load_yaml_file,
+    merged_overrides,
     parse_overrides,
     read_yaml,
 )
 
 KINDS = ("choice", "grid", "uniform", "loguniform", "randint")
 METRICS = {"eval_return_mean": "max", "env_steps_to_threshold": "min"}
-SEARCHERS = ("random",)
-SCHEDULERS = ("fifo", "asha")
+SEARCHERS = ("random", "optuna")
+SCHEDULERS = ("fifo", "asha", "pbt")
 KEYS = (
     "space",
     "seeds",
@@ -41,11 +47,14 @@ KEYS = (
     "searcher",
     "scheduler",
     "asha",
+    "pbt",
     "num_samples",
     "max_concurrent_trials",
     "time_budget_s",
 )
 ASHA_KEYS = ("grace_env_steps", "reduction_factor")
+PBT_KEYS = ("perturbation_env_steps", "mutations", "quantile_fraction", "resample_probability")
+MUTATION_KINDS = ("choice", "uniform", "loguniform", "randint")  # no grid: PBT draws
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,13 @@ class Dimension:
     key: str
     kind: str
     values: tuple[Any, ...]
+
+    def ends(self) -> list[Any]:
+        """Every value of a choice, or the two ends of a range."""
+        if self.kind in ("choice", "grid"):
+            return list(self.values)
+        cast = int if self.kind == "randint" else float
+        return [cast(v) for v in self.values]
 
     def example(self) -> Any:
         """A value of the dimension, to check the key against the run config."""
@@ -66,6 +82,19 @@ class Dimension:
 
 
 @dataclass(frozen=True)
+class PBTSpec:
+    """Population-based training: every ``perturbation_env_steps`` a trial in the bottom
+    ``quantile_fraction`` restores a top trial's checkpoint and goes on with its config,
+    each of ``mutations`` perturbed (x0.8 / x1.2, a neighbouring choice) or, with
+    ``resample_probability``, drawn again."""
+
+    perturbation_env_steps: int
+    mutations: tuple[Dimension, ...]
+    quantile_fraction: float = 0.25
+    resample_probability: float = 0.25
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     space: tuple[Dimension, ...]
     seeds: tuple[int, ...]
@@ -74,6 +103,7 @@ class SweepSpec:
     scheduler: str = "fifo"
     grace_env_steps: int | None = None  # ASHA: env steps every trial gets (None: 1/8 budget)
     reduction_factor: int = 2
+    pbt: PBTSpec | None = None
     num_samples: int = 1
     max_concurrent_trials: int = 2
     time_budget_s: float | None = None
@@ -125,25 +155,10 @@ def _check_against_run(
                 raise ConfigError(f"sweep space {dim.key}={value!r}: {exc}") from None
 
 
-def merged_overrides(
-    base: dict[str, dict[str, Any]], flat: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """``base`` overrides with ``flat`` dotted keys on top (values as they are, not yaml)."""
-    merged = {k: dict(v) for k, v in base.items()}
-    for key, value in flat.items():
-        section, _, rest = key.partition(".")
-        node = merged.setdefault(section, {})
-        *parents, last = rest.split(".")
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[last] = value
-    return merged
-
-
-def _positive_int(data: dict[str, Any], key: str, default: int) -> int:
+def _positive_int(data: dict[str, Any], key: str, default: int, where: str = "") -> int:
     value = data.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"sweep {key}={value!r}: expected an integer >= 1")
+        raise ConfigError(f"sweep {where}{key}={value!r}: expected an integer >= 1")
     return value
 
 
@@ -158,7 +173,8 @@ def parse_sweep(
         if key not in KEYS:
             raise ConfigError(f"unknown sweep key {key} (allowed: {', '.join(KEYS)})")
     raw_space = data.get("space") or {}
-    if not isinstance(raw_space, dict) or not raw_space:
+    pbt_only = data.get("scheduler") == "pbt" and "space" not in data
+    if not isinstance(raw_space, dict) or not (raw_space or pbt_only):
         raise ConfigError("sweep space: expected a mapping of section.key to a dimension")
     space = tuple(_dimension(str(k), v) for k, v in raw_space.items())
     _check_against_run(space, run_yaml, overrides)
@@ -185,6 +201,11 @@ def parse_sweep(
     grace = asha.get("grace_env_steps")
     if grace is not None and (not isinstance(grace, int) or grace < 1):
         raise ConfigError(f"sweep asha.grace_env_steps={grace!r}: expected an integer >= 1")
+    if searcher == "optuna":
+        _check_optuna(space, seeds, scheduler)
+    pbt = _pbt(data.get("pbt"), run_yaml, overrides) if scheduler == "pbt" else None
+    if scheduler != "pbt" and "pbt" in data:
+        raise ConfigError(f"sweep pbt: applies to scheduler pbt (scheduler is {scheduler})")
     budget = data.get("time_budget_s")
     if budget is not None and (
         not isinstance(budget, (int, float)) or budget <= 0 or math.isnan(budget)
@@ -198,9 +219,74 @@ def parse_sweep(
         scheduler=scheduler,
         grace_env_steps=grace,
         reduction_factor=_positive_int(asha, "reduction_factor", 2),
+        pbt=pbt,
         num_samples=_positive_int(data, "num_samples", 1),
         max_concurrent_trials=_positive_int(data, "max_concurrent_trials", 2),
         time_budget_s=None if budget is None else float(budget),
+    )
+
+
+def _check_optuna(space: tuple[Dimension, ...], seeds: list[int], scheduler: str) -> None:
+    """Optuna draws each trial's config from what earlier trials scored: no grid."""
+    grids = [dim.key for dim in space if dim.kind == "grid"]
+    if grids:
+        raise ConfigError(
+            f"sweep space {grids[0]}: grid with searcher optuna (Optuna draws values; use "
+            "choice, or searcher random for a grid)"
+        )
+    if len(seeds) > 1:
+        raise ConfigError(
+            f"sweep seeds={seeds}: searcher optuna takes one seed (seeds are a grid; run "
+            "the best config at other seeds after the sweep)"
+        )
+    if scheduler == "pbt":
+        raise ConfigError(
+            "sweep searcher optuna with scheduler pbt: PBT draws and mutates configs "
+            "itself (allowed with pbt: random)"
+        )
+
+
+def _pbt(data: Any, run_yaml: dict[str, Any], overrides: list[str]) -> PBTSpec:
+    """The checked ``pbt`` section: each mutation a key a restored run can take."""
+    from joyrl_ray.sweep.mutations import check_restorable  # torch: for a pbt sweep only
+
+    if not isinstance(data, dict):
+        raise ConfigError(f"sweep pbt: expected a mapping ({', '.join(PBT_KEYS)})")
+    for key in data:
+        if key not in PBT_KEYS:
+            raise ConfigError(f"unknown sweep key pbt.{key} (allowed: {', '.join(PBT_KEYS)})")
+    raw = data.get("mutations")
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(
+            "sweep pbt.mutations: expected a mapping of algo_cfg.key to a dimension "
+            f"({', '.join(MUTATION_KINDS)})"
+        )
+    mutations = tuple(_dimension(str(k), v) for k, v in raw.items())
+    for dim in mutations:
+        if dim.kind not in MUTATION_KINDS:
+            raise ConfigError(
+                f"sweep pbt.mutations {dim.key}: {dim.kind} does not mutate "
+                f"(allowed: {', '.join(MUTATION_KINDS)})"
+            )
+    _check_against_run(mutations, run_yaml, overrides)
+    for dim in mutations:
+        check_restorable(dim.key, dim.ends(), run_yaml, overrides)
+    quantile = data.get("quantile_fraction", 0.25)
+    if not isinstance(quantile, (int, float)) or not 0 < quantile <= 0.5:
+        raise ConfigError(f"sweep pbt.quantile_fraction={quantile!r}: expected 0 < q <= 0.5")
+    resample = data.get("resample_probability", 0.25)
+    if not isinstance(resample, (int, float)) or not 0 <= resample <= 1:
+        raise ConfigError(f"sweep pbt.resample_probability={resample!r}: expected 0 <= p <= 1")
+    if "perturbation_env_steps" not in data:
+        raise ConfigError(
+            "sweep pbt.perturbation_env_steps: required (env steps between a trial's "
+            "perturbations; a few online evaluations apart)"
+        )
+    return PBTSpec(
+        perturbation_env_steps=_positive_int(data, "perturbation_env_steps", 0, where="pbt."),
+        mutations=mutations,
+        quantile_fraction=float(quantile),
+        resample_probability=float(resample),
     )
 
 

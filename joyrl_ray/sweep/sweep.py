@@ -19,18 +19,36 @@ from typing import Any
 
 from joyrl_ray.config import ConfigError, RunConfig, build_config, parse_overrides
 from joyrl_ray.sweep.results import TrialRow, write_outputs
-from joyrl_ray.sweep.spec import SweepSpec
+from joyrl_ray.sweep.spec import Dimension, SweepSpec
 from joyrl_ray.sweep.trial import ENV_STEPS, FINISHED, TrialTemplate, run_trial, trial_bundles
 
 TUNE_EXTRA = "pip install -r requirements-tune.txt"
 
 
-def check_tune_installed() -> None:
-    """Ray Tune is an extra: one line when it is missing, before anything starts."""
+def check_tune_installed(spec: SweepSpec) -> None:
+    """Ray Tune (and Optuna, for its searcher) are extras: one line when missing, before
+    anything starts."""
     try:
         import ray.tune  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--sweep needs Ray Tune ({exc.name or exc}): {TUNE_EXTRA}") from None
+    if spec.searcher == "optuna":
+        try:
+            import optuna  # noqa: F401
+        except ImportError:
+            raise ConfigError(f"sweep searcher optuna needs Optuna: {TUNE_EXTRA}") from None
+
+
+def searcher(spec: SweepSpec) -> Any:
+    """Tune's search algorithm: None (random draws and grids) or Optuna's TPE, which
+    scores a finished trial by its best evaluation (or its env steps to the threshold)."""
+    if spec.searcher != "optuna":
+        return None
+    from ray.tune.search.optuna import OptunaSearch
+
+    if spec.metric == "env_steps_to_threshold":
+        return OptunaSearch(metric="env_steps_to_threshold", mode="min")
+    return OptunaSearch(metric="best_eval_return", mode="max")
 
 
 @dataclass
@@ -40,22 +58,26 @@ class SweepResult:
     rows: list[TrialRow]
 
 
+def domain(dim: Dimension) -> Any:
+    """Tune's search-space object of one dimension."""
+    from ray import tune
+
+    values = list(dim.values)
+    if dim.kind == "choice":
+        return tune.choice(values)
+    if dim.kind == "grid":
+        return tune.grid_search(values)
+    if dim.kind == "uniform":
+        return tune.uniform(*values)
+    if dim.kind == "loguniform":
+        return tune.loguniform(*values)
+    return tune.randint(int(values[0]), int(values[1]) + 1)  # both ends included
+
+
 def search_space(spec: SweepSpec) -> dict[str, Any]:
     from ray import tune
 
-    space: dict[str, Any] = {}
-    for dim in spec.space:
-        values = list(dim.values)
-        if dim.kind == "choice":
-            space[dim.key] = tune.choice(values)
-        elif dim.kind == "grid":
-            space[dim.key] = tune.grid_search(values)
-        elif dim.kind == "uniform":
-            space[dim.key] = tune.uniform(*values)
-        elif dim.kind == "loguniform":
-            space[dim.key] = tune.loguniform(*values)
-        else:  # randint, both ends included
-            space[dim.key] = tune.randint(int(values[0]), int(values[1]) + 1)
+    space: dict[str, Any] = {dim.key: domain(dim) for dim in spec.space}
     seeds = list(spec.seeds)
     space["general_cfg.seed"] = tune.grid_search(seeds) if len(seeds) > 1 else seeds[0]
     return space
@@ -78,6 +100,25 @@ def scheduler(spec: SweepSpec, budget: int) -> Any:
             max_t=2 * budget,
             grace_period=grace,
             reduction_factor=spec.reduction_factor,
+        )
+    if spec.pbt is not None:
+        from ray.tune.schedulers import PopulationBasedTraining
+
+        pbt = spec.pbt
+        # A choice mutates to a neighbouring value (Tune takes a list for that); a range
+        # is scaled by 0.8 or 1.2, or drawn again.
+        mutations = {
+            dim.key: list(dim.values) if dim.kind == "choice" else domain(dim)
+            for dim in pbt.mutations
+        }
+        return PopulationBasedTraining(
+            time_attr=ENV_STEPS,
+            metric="eval_return_mean",
+            mode="max",
+            perturbation_interval=pbt.perturbation_env_steps,
+            hyperparam_mutations=mutations,
+            quantile_fraction=pbt.quantile_fraction,
+            resample_probability=pbt.resample_probability,
         )
     return FIFOScheduler()
 
@@ -134,7 +175,8 @@ def run_sweep(
     session.wait()
     check_trial_fits(bundles, alive_nodes())
     root = sweep_dir_for(cfg)
-    template = TrialTemplate(yaml_data, base, str(root / "trials"))
+    every = spec.pbt.perturbation_env_steps if spec.pbt is not None else None
+    template = TrialTemplate(yaml_data, base, str(root / "trials"), checkpoint_env_steps=every)
     trainable = tune.with_resources(
         tune.with_parameters(run_trial, template=template),
         PlacementGroupFactory(bundles, strategy="PACK"),
@@ -146,9 +188,11 @@ def run_sweep(
         # The sweep's metric picks the best trial (results.pick_best); the scheduler has its own.
         tune_config=tune.TuneConfig(
             scheduler=scheduler(spec, budget),
+            search_alg=searcher(spec),
             num_samples=spec.num_samples,
             max_concurrent_trials=spec.max_concurrent_trials,
             time_budget_s=spec.time_budget_s,
+            reuse_actors=False,  # a restored trial is a new process: its run starts afresh
         ),
         run_config=tune.RunConfig(
             name="tune",

@@ -13,18 +13,17 @@ a group of its own per trial. Bad sweep input is in the bad-input table
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import config_path, main_in_process, summary_of
+from tests.support.cli_runs import main_in_process, summary_of
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
 from tests.support.runs import needs_extra
+from tests.support.sweeps import BUDGET, finished_sweep, read_csv, sweep_args
 from tests.support.watch import kill, role_pids, wait_for
 
-BUDGET = 12_288  # PPO on CartPole: 12 iterations of 1,024 env steps, an evaluation every 2
 ASHA_SWEEP = """\
 space:
   algo_cfg.lr: {grid: [0.001, 0.0003, 0.0001, 0.00003]}
@@ -45,38 +44,6 @@ RAY_TRIAL = (
 
 #: Two trials on the Ray backend, one at a time.
 TWO_RAY_TRIALS = "space:\n  algo_cfg.lr: {grid: [0.001, 0.0003]}\nmax_concurrent_trials: 1\n"
-
-
-def sweep_args(tmp_path: Path, sweep: str, *overrides: str) -> tuple[str, ...]:
-    path = tmp_path / "sweep.yaml"
-    path.write_text(sweep)
-    return (
-        "--yaml",
-        config_path("cartpole_ppo"),
-        "--sweep",
-        str(path),
-        f"general_cfg.max_env_steps={BUDGET}",
-        "general_cfg.reward_threshold=null",
-        "general_cfg.ray_num_cpus=2",
-        "general_cfg.save_fig=false",
-        f"general_cfg.tasks_dir={tmp_path / 'tasks'}",
-        *overrides,
-    )
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
-
-
-def finished_sweep(tmp_path: Path, run: TrackedRun) -> tuple[Path, list[dict[str, str]]]:
-    try:
-        code = run.wait(timeout=480)
-    finally:
-        run.kill()
-    assert code == 0, f"exit {code}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
-    (sweep_dir,) = (tmp_path / "tasks").glob("Sweep_CartPole-v1_PPO_*")
-    return sweep_dir, read_csv(sweep_dir / "sweep_results.csv")
 
 
 @pytest.fixture(scope="module")
