@@ -1,4 +1,5 @@
-"""joyrl-ray command line: ``python main.py [--yaml FILE] [--sweep FILE] [key=value ...]``."""
+"""joyrl-ray command line: ``python main.py [--yaml FILE] [--sweep FILE] [key=value ...]``,
+or ``python main.py --resume SWEEP_DIR``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--sweep",
         help="sweep file (search space, seeds, metric, scheduler): many runs on Ray Tune",
     )
+    parser.add_argument(
+        "--resume",
+        metavar="SWEEP_DIR",
+        help="go on with an interrupted sweep (its directory, as the sweep printed it)",
+    )
     parser.add_argument("overrides", nargs="*", help="section.key=value, e.g. general_cfg.seed=1")
     return parser.parse_intermixed_args(argv)  # --yaml before or after the overrides
 
@@ -28,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from joyrl_ray.sweep.cli import has_sweep_section, sweep_from_cli
 
-    if args.sweep is not None or has_sweep_section(args.yaml):
-        code = sweep_from_cli(args.yaml, args.sweep, args.overrides)
+    if args.resume is not None or args.sweep is not None or has_sweep_section(args.yaml):
+        code = sweep_from_cli(args.yaml, args.sweep, args.overrides, args.resume)
     else:
         from joyrl_ray.run.cli import run_from_cli
 

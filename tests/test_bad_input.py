@@ -84,6 +84,20 @@ def sweep_file(text: str) -> Callable[[Path], list[str]]:
     return args
 
 
+def resume_a_run_task_dir(files: Path) -> list[str]:
+    """``--resume`` given a run's task directory (it has models/), not a sweep's."""
+    (files / "Train_CartPole-v1_DQN" / "models").mkdir(parents=True)
+    return ["--resume", str(files / "Train_CartPole-v1_DQN")]
+
+
+def sweep_dir_of(files: Path) -> Path:
+    """What a sweep leaves for --resume (its request and Tune's folder)."""
+    root = files / "Sweep_CartPole-v1_DQN"
+    (root / "tune").mkdir(parents=True)
+    (root / "sweep_request.yaml").write_text("run_yaml: {}\noverrides: []\nsweep: {}\n")
+    return root
+
+
 def _foreign(path: Path) -> None:
     torch.save({"model": {"weight": torch.zeros(3, 3)}, "step": 7}, path)
 
@@ -485,6 +499,18 @@ SUBPROCESS_CASES = [
         sweep_file("space: {algo_cfg.lr: {choice: [0.001]}}\nscheduler: hyperband\n"),
         r"sweep scheduler='hyperband'",
         r"allowed: fifo, asha, pbt",
+    ),
+    Case(
+        "sweep_resume_of_a_run_task_directory",
+        resume_a_run_task_dir,
+        r"--resume .*Train_CartPole-v1_DQN: not a sweep directory",
+        r"a run resumes with: python main\.py --yaml .*load_checkpoint=true",
+    ),
+    Case(
+        "sweep_resume_with_a_yaml",
+        lambda files: ["--resume", str(sweep_dir_of(files)), "--yaml", CARTPOLE_DQN],
+        r"--resume takes the sweep's directory alone",
+        r"its run config, overrides and sweep are saved there",
     ),
     Case(
         "sweep_optuna_over_a_grid",

@@ -4,8 +4,9 @@ with one clear line for any bad input, before Ray starts."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-from joyrl_ray.run.signals import handling_signals
+from joyrl_ray.run.signals import Interrupted, handling_signals
 
 EXIT_BAD_INPUT = 2
 
@@ -20,18 +21,36 @@ def has_sweep_section(yaml_path: str | None) -> bool:
         return False
 
 
-def sweep_from_cli(yaml_path: str | None, sweep_path: str | None, overrides: list[str]) -> int:
-    """Exit code 0 (some trial ran), 1 (every trial failed), 2 (bad input), 128 + signal."""
+def sweep_from_cli(
+    yaml_path: str | None,
+    sweep_path: str | None,
+    overrides: list[str],
+    resume_dir: str | None = None,
+) -> int:
+    """Exit code 0 (some trial ran), 1 (every trial failed), 2 (bad input), 128 + signal.
+    ``resume_dir``: go on with the interrupted sweep there (``--resume``)."""
     with handling_signals() as signals:
         from envs.registry import EnvSpecError
         from joyrl_ray.backends.ray_cluster import ClusterError, RaySession
         from joyrl_ray.backends.ray_version import check_ray_version
         from joyrl_ray.config import ConfigError, RunConfig, build_config, parse_overrides
+        from joyrl_ray.sweep.request import SweepRequest
         from joyrl_ray.sweep.spec import parse_sweep, read_sweep_file, split_run_yaml
 
         session = None
         try:
-            yaml_data, section = split_run_yaml(yaml_path)
+            resume = Path(resume_dir) if resume_dir is not None else None
+            if resume is not None:
+                saved = SweepRequest.load(resume)
+                if yaml_path is not None or sweep_path is not None or overrides:
+                    raise ConfigError(
+                        "--resume takes the sweep's directory alone (its run config, "
+                        "overrides and sweep are saved there)"
+                    )
+                yaml_data, section = saved.run_yaml, saved.sweep
+                overrides = saved.overrides
+            else:
+                yaml_data, section = split_run_yaml(yaml_path)
             if sweep_path is not None and section is not None:
                 raise ConfigError(
                     f"--sweep {sweep_path} and a sweep_cfg section in --yaml: give one"
@@ -48,12 +67,20 @@ def sweep_from_cli(yaml_path: str | None, sweep_path: str | None, overrides: lis
             check_tune_installed(spec)
             check_ray_version()
             session = RaySession(cfg.general.ray_address, num_cpus=cfg.general.ray_num_cpus)
-            result = run_sweep(spec, yaml_data, overrides, session)
+            request = SweepRequest(yaml_data, list(overrides), data)
+            result = run_sweep(spec, request, session, resume)
         except (ConfigError, ClusterError, EnvSpecError) as exc:
             if signals.received is not None:  # a signal's exception, turned into this one
                 raise
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        except Interrupted as exc:  # while starting, or a second signal during the sweep
+            print(
+                f"interrupted ({exc}): stopped at once; a sweep that printed its directory "
+                "goes on with: python main.py --resume <that directory>",
+                file=sys.stderr,
+            )
+            return exc.exit_code
         finally:
             if session is not None:
                 session.close()

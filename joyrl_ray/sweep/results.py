@@ -49,7 +49,7 @@ class TrialRow:
     to_threshold: int | None
     env_steps: int
     wall_time_s: float
-    status: str  # finished, stopped early (by the scheduler), error
+    status: str  # finished, stopped early (by the scheduler), error, interrupted
     stop_reason: str
     task_dir: Path | None
     error: str = ""
@@ -63,7 +63,16 @@ class TrialRow:
         return " ".join(f"{k}={_value(v)}" for k, v in self.sampled.items())
 
     @classmethod
-    def of(cls, result: Any, spec: SweepSpec, trials_dir: Path, budget: int) -> TrialRow:
+    def of(
+        cls,
+        result: Any,
+        spec: SweepSpec,
+        trials_dir: Path,
+        budget: int,
+        interrupted: bool = False,
+    ) -> TrialRow:
+        """The row of Tune's ``result``; ``interrupted``: the sweep was stopped by a signal,
+        so a trial without its run's last report did not end (a resume goes on with it)."""
         config = dict(result.config or {})
         seed = int(config.pop("general_cfg.seed", spec.seeds[0]))
         trial_id = _trial_id_of(Path(result.path).name)
@@ -79,6 +88,8 @@ class TrialRow:
             status, reason = "error", "error"
         elif metrics.get(FINISHED):
             status, reason = "finished", str(metrics[FINISHED])
+        elif interrupted:
+            status, reason = "interrupted", "interrupted"
         else:
             status, reason = "stopped early", f"{spec.scheduler}: stopped"
         to_threshold = metrics.get("env_steps_to_threshold")

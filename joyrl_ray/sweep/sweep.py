@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from joyrl_ray.config import ConfigError, RunConfig, build_config, parse_overrides
+from joyrl_ray.sweep.interrupt import stopping_tune_on_signals
+from joyrl_ray.sweep.request import TUNE_DIR, SweepRequest
 from joyrl_ray.sweep.results import TrialRow, write_outputs
 from joyrl_ray.sweep.spec import Dimension, SweepSpec
 from joyrl_ray.sweep.trial import ENV_STEPS, FINISHED, TrialTemplate, run_trial, trial_bundles
@@ -56,6 +58,7 @@ class SweepResult:
     sweep_dir: Path
     exit_code: int
     rows: list[TrialRow]
+    interrupted_by: str = ""  # SIGINT / SIGTERM: the sweep stopped before its end
 
 
 def domain(dim: Dimension) -> Any:
@@ -161,50 +164,67 @@ def _shown(resources: dict[str, float]) -> str:
 
 
 def run_sweep(
-    spec: SweepSpec, yaml_data: dict[str, Any], overrides: list[str], session: Any
+    spec: SweepSpec, request: SweepRequest, session: Any, resume: Path | None = None
 ) -> SweepResult:
-    """Run the sweep on ``session``'s Ray (started or attached as for one run)."""
+    """Run the sweep on ``session``'s Ray (started or attached as for one run); ``resume``:
+    the directory of an interrupted one to go on with (finished trials stay as they are,
+    unfinished ones start again from their last checkpoint, or from the start)."""
     from ray import tune
     from ray.tune import PlacementGroupFactory
 
     from joyrl_ray.backends.placement import alive_nodes
 
-    base = parse_overrides(overrides)
-    cfg = RunConfig.from_omegaconf(build_config(yaml_data, base))
+    base = parse_overrides(request.overrides)
+    cfg = RunConfig.from_omegaconf(build_config(request.run_yaml, base))
     bundles = trial_bundles(cfg)
     session.wait()
     check_trial_fits(bundles, alive_nodes())
-    root = sweep_dir_for(cfg)
+    root = resume or sweep_dir_for(cfg)
     every = spec.pbt.perturbation_env_steps if spec.pbt is not None else None
-    template = TrialTemplate(yaml_data, base, str(root / "trials"), checkpoint_env_steps=every)
+    template = TrialTemplate(
+        request.run_yaml, base, str(root / "trials"), checkpoint_env_steps=every
+    )
     trainable = tune.with_resources(
         tune.with_parameters(run_trial, template=template),
         PlacementGroupFactory(bundles, strategy="PACK"),
     )
     budget = cfg.general.max_env_steps
-    tuner = tune.Tuner(
-        trainable,
-        param_space=search_space(spec),
-        # The sweep's metric picks the best trial (results.pick_best); the scheduler has its own.
-        tune_config=tune.TuneConfig(
-            scheduler=scheduler(spec, budget),
-            search_alg=searcher(spec),
-            num_samples=spec.num_samples,
-            max_concurrent_trials=spec.max_concurrent_trials,
-            time_budget_s=spec.time_budget_s,
-            reuse_actors=False,  # a restored trial is a new process: its run starts afresh
-        ),
-        run_config=tune.RunConfig(
-            name="tune",
-            storage_path=str(root),
-            verbose=0,
-            callbacks=[trial_lines()],
-        ),
-    )
+    if resume is not None:
+        if not tune.Tuner.can_restore(str(root / TUNE_DIR)):
+            raise ConfigError(f"--resume {root}: Ray Tune saved no state there to go on from")
+        tuner = tune.Tuner.restore(
+            str(root / TUNE_DIR), trainable, resume_unfinished=True, resume_errored=False
+        )
+    else:
+        request.save(root)
+        tuner = tune.Tuner(
+            trainable,
+            param_space=search_space(spec),
+            # The sweep's metric picks the best trial (results.pick_best); the scheduler has
+            # its own.
+            tune_config=tune.TuneConfig(
+                scheduler=scheduler(spec, budget),
+                search_alg=searcher(spec),
+                num_samples=spec.num_samples,
+                max_concurrent_trials=spec.max_concurrent_trials,
+                time_budget_s=spec.time_budget_s,
+                reuse_actors=False,  # a restored trial is a new process: its run starts afresh
+            ),
+            run_config=tune.RunConfig(
+                name=TUNE_DIR,
+                storage_path=str(root),
+                verbose=0,
+                callbacks=[trial_lines()],
+            ),
+        )
     print(f"sweep: {root}", flush=True)
-    results = tuner.fit()
-    rows = [TrialRow.of(result, spec, root / "trials", budget) for result in results]
+    with stopping_tune_on_signals() as signals:
+        results = tuner.fit()
+    stopped = signals.exit_code is not None
+    rows = [TrialRow.of(r, spec, root / "trials", budget, stopped) for r in results]
     write_outputs(root, rows, spec, cfg)
+    if signals.exit_code is not None:
+        return SweepResult(root, signals.exit_code, rows, interrupted_by=signals.name)
     failed = sum(row.status == "error" for row in rows)
     return SweepResult(root, 1 if failed == len(rows) else 0, rows)
 
@@ -251,6 +271,13 @@ def print_sweep_result(result: SweepResult) -> None:
             f"; best {best.trial_id}: best eval {_short(best.best_eval)} ({best.overrides_text})"
         )
     print(line)
-    if result.exit_code != 0:
+    if result.interrupted_by:
+        done = sum(r.status in ("finished", "stopped early") for r in rows)
+        print(
+            f"sweep interrupted ({result.interrupted_by}) with {done} trials run to their end; "
+            f"resume with: python main.py --resume {result.sweep_dir}",
+            file=sys.stderr,
+        )
+    elif result.exit_code != 0:
         print("error: every trial failed; see sweep_results.csv", file=sys.stderr)
     print(result.sweep_dir, flush=True)
