@@ -15,28 +15,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from joyrl_ray.run.signals import HANDLED, Interrupted
+from joyrl_ray.run.signals import RUNNING, Interrupted, StopSignals
 
 
-class SweepSignals:
-    """What stopped the sweep, if a signal did."""
+class SweepSignals(StopSignals):
+    """The command line's handlers, with the first signal handed to Tune as its stop."""
 
-    def __init__(self) -> None:
-        self.received: int | None = None
-
-    def handle(self, signum: int, frame: Any) -> None:
+    def _handle(self, signum: int, frame: Any) -> None:
         if self.received is not None or not _tune_listens():
             raise Interrupted(signum)  # a second signal, or Tune is not running yet
+        self.count += 1
         self.received = signum
         signal.raise_signal(signal.SIGUSR1)
-
-    @property
-    def exit_code(self) -> int | None:
-        return None if self.received is None else 128 + self.received
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.received).name if self.received is not None else ""
 
 
 def _tune_listens() -> bool:
@@ -48,10 +38,6 @@ def _tune_listens() -> bool:
 def stopping_tune_on_signals() -> Iterator[SweepSignals]:
     """Around ``Tuner.fit``: a signal stops the sweep in order (see the module docstring)."""
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # it would replace ours during fit
-    signals = SweepSignals()
-    previous = {sig: signal.signal(sig, signals.handle) for sig in HANDLED}
-    try:
+    signals = SweepSignals(RUNNING)
+    with signals:
         yield signals
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

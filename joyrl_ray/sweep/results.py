@@ -35,6 +35,7 @@ FIELDS = (
     "restarts",
     "restored_from",
     "best",
+    "node",
     "task_dir",
 )
 
@@ -55,6 +56,7 @@ class TrialRow:
     error: str = ""
     restarts: str = ""  # roles its run restarted: "learner 1, workers 2"
     restored_from: str = ""  # PBT: the checkpoints of other trials it went on from
+    node: str = ""  # where its process ran: "<ip> <node id's start>"
     best: bool = False
     evals: list[tuple[int, float]] = field(default_factory=list)
 
@@ -110,6 +112,7 @@ class TrialRow:
             error=_error_line(result.error) if result.error is not None else "",
             restarts=_restarts(task),
             restored_from=str(metrics.get("restored_from") or ""),
+            node=str(metrics.get("node") or ""),
             evals=evals,
         )
 
@@ -128,6 +131,7 @@ class TrialRow:
             "restarts": self.restarts,
             "restored_from": self.restored_from,
             "best": int(self.best),
+            "node": self.node,
             "task_dir": str(self.task_dir or ""),
         }
 

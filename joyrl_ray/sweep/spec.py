@@ -192,12 +192,7 @@ def parse_sweep(
     scheduler = data.get("scheduler", "fifo")
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"sweep scheduler={scheduler!r}: allowed: {', '.join(SCHEDULERS)}")
-    asha = data.get("asha") or {}
-    if not isinstance(asha, dict):
-        raise ConfigError(f"sweep asha={asha!r}: expected a mapping ({', '.join(ASHA_KEYS)})")
-    for key in asha:
-        if key not in ASHA_KEYS:
-            raise ConfigError(f"unknown sweep key asha.{key} (allowed: {', '.join(ASHA_KEYS)})")
+    asha = _subsection(data.get("asha") or {}, "asha", ASHA_KEYS)
     grace = asha.get("grace_env_steps")
     if grace is not None and (not isinstance(grace, int) or grace < 1):
         raise ConfigError(f"sweep asha.grace_env_steps={grace!r}: expected an integer >= 1")
@@ -246,15 +241,21 @@ def _check_optuna(space: tuple[Dimension, ...], seeds: list[int], scheduler: str
         )
 
 
+def _subsection(data: Any, name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A section of the sweep (``asha``, ``pbt``): a mapping of known keys."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"sweep {name}={data!r}: expected a mapping ({', '.join(keys)})")
+    for key in data:
+        if key not in keys:
+            raise ConfigError(f"unknown sweep key {name}.{key} (allowed: {', '.join(keys)})")
+    return data
+
+
 def _pbt(data: Any, run_yaml: dict[str, Any], overrides: list[str]) -> PBTSpec:
     """The checked ``pbt`` section: each mutation a key a restored run can take."""
     from joyrl_ray.sweep.mutations import check_restorable  # torch: for a pbt sweep only
 
-    if not isinstance(data, dict):
-        raise ConfigError(f"sweep pbt: expected a mapping ({', '.join(PBT_KEYS)})")
-    for key in data:
-        if key not in PBT_KEYS:
-            raise ConfigError(f"unknown sweep key pbt.{key} (allowed: {', '.join(PBT_KEYS)})")
+    data = _subsection(data, "pbt", PBT_KEYS)
     raw = data.get("mutations")
     if not isinstance(raw, dict) or not raw:
         raise ConfigError(

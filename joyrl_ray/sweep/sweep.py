@@ -11,6 +11,7 @@ every trial's evaluations, and Tune's own files (``tune/``).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -218,6 +219,9 @@ def run_sweep(
             ),
         )
     print(f"sweep: {root}", flush=True)
+    # verbose=0 is quiet only with Tune's older console output: no start box, no result
+    # tables; the sweep prints its own line per trial (trial_lines).
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
     with stopping_tune_on_signals() as signals:
         results = tuner.fit()
     stopped = signals.exit_code is not None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from joyrl_ray.backends.placement import layout_bundles
+from joyrl_ray.backends.placement import alive_nodes, layout_bundles
 from joyrl_ray.config import RunConfig, build_config, merged_overrides
 from joyrl_ray.sweep.checkpoints import pack, restores, unpack
 
@@ -135,6 +135,16 @@ class Reporter:
                 tune.report(metrics)
 
 
+def this_node() -> str:
+    """The node this trial's process runs on: its IP, as the cluster knows the node, and
+    the start of its Ray node id."""
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    ip = next((n.ip for n in alive_nodes() if n.node_id == node_id), "?")
+    return f"{ip} {node_id[:8]}"
+
+
 def run_trial(sampled: dict[str, Any], template: TrialTemplate) -> None:
     """Tune's function trainable: run the trial's config, reporting each evaluation; a
     trial Tune restores (PBT's exploit, or a paused trial going on) resumes the checkpoint
@@ -152,7 +162,10 @@ def run_trial(sampled: dict[str, Any], template: TrialTemplate) -> None:
         restore, lineage = unpack(given, trial_root)
     cfg = template.config(sampled, str(trial_root), restore)
     budget = cfg.general.max_env_steps
-    lineage_of = {"restored_from": "; ".join(x.shown() for x in restores(trial_root, trial_id))}
+    lineage_of = {
+        "restored_from": "; ".join(x.shown() for x in restores(trial_root, trial_id)),
+        "node": this_node(),
+    }
     if restore is not None and 0 < budget <= lineage.env_steps:
         # The checkpoint is of a trial that had finished: nothing is left to train.
         tune.report({**lineage.metrics, **lineage_of, FINISHED: "max_env_steps"})

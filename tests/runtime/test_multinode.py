@@ -31,9 +31,11 @@ import pytest
 from packaging.version import Version
 
 from joyrl_ray.backends.ray_version import installed_ray
-from tests.support.cli_runs import LIGHT_LEARNING, TINY_DQN, step_latency
+from tests.support.cli_runs import LIGHT_LEARNING, TINY_DQN, config_path, step_latency
 from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
 from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs
+from tests.support.runs import needs_extra
+from tests.support.sweeps import read_csv
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NODE2_IP = "127.0.0.2"  # all of 127/8 is loopback: the second node gets an address of its own
@@ -347,6 +349,47 @@ def test_no_actor_wrote_task_files_on_either_node(cluster, learner_on_node2):
             assert _task_files(folder, names) == [], (node.name, folder)
     copies = list((cluster.node2.temp_dir).rglob("working_dir_files/*/main.py"))
     assert copies, "node 2 ran the project from its runtime_env copy"
+
+
+# ----- a sweep attached to the cluster -----
+
+
+def test_a_sweep_attached_to_the_cluster_runs_its_trials_on_both_nodes(cluster, tmp_path):
+    """Three one-process trials at once, each a placement group of 1 CPU: the head holds
+    two, so Tune places the third on node 2; each row names its node, and every trial's
+    task directory is under the sweep's, as on one machine."""
+    needs_extra("ray.tune", "requirements-tune.txt")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "space:\n  algo_cfg.lr: {grid: [0.001, 0.0005, 0.0003]}\nmax_concurrent_trials: 3\n"
+    )
+    proc = _main(
+        cluster,
+        "--yaml",
+        config_path("cartpole_dqn"),
+        "--sweep",
+        str(sweep),
+        *_args(
+            cluster,
+            tmp_path / "tasks",
+            "general_cfg.mp_backend=single",
+            "general_cfg.max_env_steps=400",
+            "general_cfg.online_eval_episode=2",
+            "general_cfg.model_save_fre=100",
+            *TINY_DQN,
+        ),
+        timeout=500,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (sweep_dir,) = (tmp_path / "tasks").glob("Sweep_*")
+    rows = read_csv(sweep_dir / "sweep_results.csv")
+    assert [r["status"] for r in rows] == ["finished"] * 3, rows
+    nodes = [r["node"] for r in rows]  # "<ip> <node id's start>"
+    assert len(set(nodes)) == 2, nodes
+    assert [n.split()[0] for n in nodes].count(NODE2_IP) == 1, nodes
+    for row in rows:
+        assert Path(row["task_dir"]).parent.parent == sweep_dir / "trials", row
+        assert (Path(row["task_dir"]) / "results" / "summary.json").is_file(), row
 
 
 # ----- losing the second node in the middle of a run (last: node 2 is gone after it) -----
