@@ -72,9 +72,10 @@ class TrialRow:
         trials_dir: Path,
         budget: int,
         interrupted: bool = False,
+        ended: set[str] | frozenset[str] = frozenset(),
     ) -> TrialRow:
         """The row of Tune's ``result``; ``interrupted``: the sweep was stopped by a signal,
-        so a trial without its run's last report did not end (a resume goes on with it)."""
+        so a trial not in ``ended`` was cut short (a resume goes on with it)."""
         config = dict(result.config or {})
         seed = int(config.pop("general_cfg.seed", spec.seeds[0]))
         trial_id = _trial_id_of(Path(result.path).name)
@@ -90,7 +91,7 @@ class TrialRow:
             status, reason = "error", "error"
         elif metrics.get(FINISHED):
             status, reason = "finished", str(metrics[FINISHED])
-        elif interrupted:
+        elif interrupted and trial_id not in ended:
             status, reason = "interrupted", "interrupted"
         else:
             status, reason = "stopped early", f"{spec.scheduler}: stopped"

@@ -26,6 +26,7 @@ from joyrl_ray.sweep.spec import Dimension, SweepSpec
 from joyrl_ray.sweep.trial import ENV_STEPS, FINISHED, TrialTemplate, run_trial, trial_bundles
 
 TUNE_EXTRA = "pip install -r requirements-tune.txt"
+ENDED_FILE = "trials_ended.txt"  # the ids of the trials that ended, one a line
 
 
 def check_tune_installed(spec: SweepSpec) -> None:
@@ -215,7 +216,7 @@ def run_sweep(
                 name=TUNE_DIR,
                 storage_path=str(root),
                 verbose=0,
-                callbacks=[trial_lines()],
+                callbacks=[trial_lines(root / ENDED_FILE)],
             ),
         )
     print(f"sweep: {root}", flush=True)
@@ -224,8 +225,10 @@ def run_sweep(
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
     with stopping_tune_on_signals() as signals:
         results = tuner.fit()
-    stopped = signals.exit_code is not None
-    rows = [TrialRow.of(r, spec, root / "trials", budget, stopped) for r in results]
+    # Stopped by a signal: a trial that had not ended was cut short (a resume runs it).
+    cut = signals.exit_code is not None
+    ended = ended_trials(root / ENDED_FILE)
+    rows = [TrialRow.of(r, spec, root / "trials", budget, cut, ended) for r in results]
     write_outputs(root, rows, spec, cfg)
     if signals.exit_code is not None:
         return SweepResult(root, signals.exit_code, rows, interrupted_by=signals.name)
@@ -233,19 +236,32 @@ def run_sweep(
     return SweepResult(root, 1 if failed == len(rows) else 0, rows)
 
 
-def trial_lines() -> Any:
-    """A Tune callback printing a line per finished trial (Tune's own table is off:
-    ``verbose=0``). Made here, not at import: Ray Tune is an extra."""
+def trial_lines(ended: Path) -> Any:
+    """A Tune callback printing a line per trial that ended (Tune's own table is off:
+    ``verbose=0``) and adding its id to the file ``ended`` (how a sweep stopped by a signal
+    tells the trials that had ended from those it cut short). Made here, not at import:
+    Ray Tune is an extra."""
     from ray.tune import Callback
 
     class TrialLines(Callback):
         def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             _line(trial, "finished" if trial.last_result.get(FINISHED) else "stopped early")
+            _note_ended(ended, trial.trial_id)
 
         def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             _line(trial, "failed")
+            _note_ended(ended, trial.trial_id)
 
     return TrialLines()
+
+
+def _note_ended(file: Path, trial_id: str) -> None:
+    with file.open("a") as f:
+        f.write(trial_id + "\n")
+
+
+def ended_trials(file: Path) -> set[str]:
+    return set(file.read_text().split()) if file.is_file() else set()
 
 
 def _line(trial: Any, what: str) -> None:
