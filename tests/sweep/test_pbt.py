@@ -61,6 +61,7 @@ def pbt_sweep(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.ray_compat  # Tune's report with a checkpoint and its restore, on the oldest Ray too
 @pytest.mark.timeout(600)
 def test_a_pbt_trial_restores_another_trials_checkpoint_and_goes_on_from_its_env_steps(
     pbt_sweep,
