@@ -235,6 +235,11 @@ def _check_general(general: DictConfig) -> None:
     if general.env_error_window_steps < 1:
         window = general.env_error_window_steps
         raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
+    first = general.first_checkpoint_s
+    if first is not None and not first > 0:
+        raise ConfigError(
+            f"general_cfg.first_checkpoint_s={first} must be > 0 seconds, or null (off)"
+        )
     if general.stall_timeout_s <= 0:
         raise ConfigError(f"general_cfg.stall_timeout_s={general.stall_timeout_s} must be > 0")
     kills = list(general.fault_injection.kill_at_env_steps)

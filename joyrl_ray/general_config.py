@@ -66,6 +66,8 @@ class GeneralConfig:
     # an update is one gradient step off-policy (DQN, SAC, TD3) but one whole rollout
     # iteration on-policy (PPO: every epoch and minibatch over one rollout)
     keep_checkpoints: int = 5  # numbered checkpoints kept in models/ (best and last always)
+    first_checkpoint_s: float | None = 60.0  # a checkpoint this long after the first update,
+    # if model_save_fre has made none yet: a learner lost early restarts from it (null: off)
     save_best_model: bool | None = True  # keep models/best.pt (needs online_eval); null (left
     # blank) keeps it too
     reward_threshold: float | None = None  # stop once an online evaluation averages this

@@ -208,6 +208,12 @@ CASES = [
     ),
     Case("n_learners_0", fixed("general_cfg.n_learners=0"), r"general_cfg\.n_learners=0", r">= 1"),
     Case(
+        "first_checkpoint_s_negative",
+        fixed("general_cfg.first_checkpoint_s=-5"),
+        r"general_cfg\.first_checkpoint_s=-5",
+        r"> 0 seconds, or null \(off\)",
+    ),
+    Case(
         "stall_timeout_0",
         fixed("general_cfg.stall_timeout_s=0"),
         r"general_cfg\.stall_timeout_s=0",

@@ -25,6 +25,7 @@ the test ends.
 
 from __future__ import annotations
 
+import csv
 import datetime
 import os
 import re
@@ -185,6 +186,49 @@ def test_killed_learner_restarts_from_the_last_checkpoint_and_the_run_goes_on(
         (stats,) = summary["learners"]
         assert stats["weights_version"] == summary["weights_versions"]
         # It went on past the kill, from the checkpoint's updates rather than from zero.
+        assert final_checkpoint_updates(task) == summary["updates"] > at_kill
+        assert_accounting(summary)
+    finally:
+        run.kill()
+
+
+def progress_updates(task: Path) -> int:
+    """The updates of the run's newest progress row (0 before the first)."""
+    path = task / "results" / "progress.csv"
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    return int(rows[-1]["updates"]) if rows else 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_learner_killed_before_its_first_regular_checkpoint_restarts_from_the_early_one(
+    tmp_path: Path,
+) -> None:
+    # model_save_fre far off: the only checkpoint before the kill is the one the learner
+    # takes first_checkpoint_s (here 5 s) after its first update.
+    run = start(
+        tmp_path,
+        *UNTIL_STOPPED,
+        *NO_EVAL,
+        "general_cfg.model_save_fre=1000000",
+        "general_cfg.first_checkpoint_s=5",
+    )
+    try:
+        (learner,) = wait_for(run, "the learner", lambda: role_pids(run, "ray::Learner"), 120)
+        task = wait_for(run, "a task directory", lambda: task_dirs(tmp_path), 60)[0]
+        wait_for(run, "the first checkpoint", lambda: numbered_checkpoints(task), 120)
+        (at_kill,) = numbered_checkpoints(task)
+        assert 0 < at_kill < 1_000_000
+        kill(learner)
+        restarted = "restarting the learner group from its last checkpoint (restart 1 of 3)"
+        wait_for(run, "the restart in the log", lambda: restarted in log_text(task), 120)
+        wait_for(run, f"updates past {at_kill}", lambda: progress_updates(task) > at_kill, 120)
+        code = interrupt(run, STOP_TIMEOUT_S)
+        summary = summary_of(task)
+        assert code == 130, run.stderr[-3000:]
+        assert summary["learner_restarts"] == 1
+        # It went on from the early checkpoint's updates, not from zero.
         assert final_checkpoint_updates(task) == summary["updates"] > at_kill
         assert_accounting(summary)
     finally:

@@ -17,6 +17,7 @@ class LearnerConfig:
     device: str  # cpu, cuda or auto
     seed: int  # 0: unseeded
     model_save_fre: int  # a checkpoint every this many updates
+    first_checkpoint_s: float | None  # and one this long after the first update, if none yet
     weights_publish_every: int  # off-policy: publish weights every this many updates
     online_eval: bool  # checkpoints ask to be evaluated
     threads: int  # torch threads
@@ -30,6 +31,7 @@ class LearnerConfig:
             device=general.device,
             seed=general.seed,
             model_save_fre=general.model_save_fre,
+            first_checkpoint_s=general.first_checkpoint_s,
             weights_publish_every=general.weights_publish_every,
             online_eval=general.online_eval,
             threads=max(1, int(general.learner_num_cpus)),

@@ -121,6 +121,10 @@ class Learner:
         self.algorithm.seed(derive_seed(cfg.seed, "learner"))
         self.weights_version = 0
         self.counters = Counters()
+        # A restored learner has a checkpoint to go back to; a new one makes its first
+        # within first_checkpoint_s of its first update (see _first_checkpoint_due).
+        self.has_checkpoint = start_state is not None
+        self.first_update_at: float | None = None
         if start_state is not None:
             self._restore(state_from_bytes(start_state))
         self.pending = PendingCalls()
@@ -237,6 +241,8 @@ class Learner:
                 self.publish_weights()
             if self.updates % cfg.model_save_fre == 0:
                 self.checkpoint(evaluate=cfg.online_eval)
+            elif self._first_checkpoint_due():
+                self.checkpoint(evaluate=False)
         if time.monotonic() - self.last_report > REPORT_EVERY_S:
             self.report()
         return result.priorities
@@ -267,9 +273,20 @@ class Learner:
             evaluate=evaluate,
         )
 
+    def _first_checkpoint_due(self) -> bool:
+        """Whether a learner without any checkpoint has learnt for first_checkpoint_s: a
+        run whose model_save_fre is far off still has one to restart from early on."""
+        if self.has_checkpoint or self.cfg.first_checkpoint_s is None:
+            return False
+        now = time.monotonic()
+        if self.first_update_at is None:
+            self.first_update_at = now
+        return now - self.first_update_at >= self.cfg.first_checkpoint_s
+
     def checkpoint(self, *, evaluate: bool) -> None:
         """Put a checkpoint in the object store and hand its reference to the coordinator,
         for the driver; never waits for its evaluation."""
+        self.has_checkpoint = True
         t0 = time.monotonic()
         self.report()
         checkpoint = self.make_checkpoint(evaluate=evaluate)
