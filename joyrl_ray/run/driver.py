@@ -34,6 +34,7 @@ from joyrl_ray.wire.messages import CheckpointRef, CheckpointReport, Placement, 
 
 DRAIN_EVERY_S = 0.5  # at least this often; a checkpoint or the stop wakes the driver at once
 DRAIN_TIMEOUT_S = 30.0
+STARTUP_STALL_S = 60.0  # the stall watchdog's least patience before the first env step
 END_WAIT_S = 120.0  # how long the roles get to finish after the stop
 # The same after SIGINT / SIGTERM (a scheduler's grace period may be short) or a stall (the
 # stuck roles will not finish): the learner hands in its final checkpoint within a second
@@ -382,7 +383,12 @@ class Driver:
         if counters["env_steps"] != steps or counters["updates"] != updates:
             self.progress_mark = (now, counters["env_steps"], counters["updates"])
             return
-        if now - mark_t < self.cfg.general.stall_timeout_s or not self.coordinator_alive:
+        limit = self.cfg.general.stall_timeout_s
+        if counters["env_steps"] == 0:
+            # Still starting: the workers' processes, imports and envs come up first, which a
+            # busy machine can stretch past a short stall_timeout_s.
+            limit = max(limit, STARTUP_STALL_S)
+        if now - mark_t < limit or not self.coordinator_alive:
             return
         try:
             report = self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
@@ -391,7 +397,7 @@ class Driver:
             return
         report.waiting.update(self.runtime.data.waits())
         self._hurry()
-        self._stop("stalled", stall_message(report, self.cfg.general.stall_timeout_s), 1)
+        self._stop("stalled", stall_message(report, limit), 1)
 
 
 def stall_message(report: StallReport, timeout_s: float) -> str:
