@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,16 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def needs_extra(module: str, requirements: str) -> ModuleType:
     """``module`` from an optional extra (``requirements-<name>.txt``).
 
-    A developer without the extra sees the test skipped; in CI (``CI=true``, where
-    ``.ci/run`` installs every extra) a missing module fails the test instead, so a
-    dropped install step cannot turn a check into a silent skip.
+    Never a skip: the test command (``bash .ci/run``) installs every extra, so a missing
+    module fails the test with the install line, and no check turns silently into a skip.
     """
-    if os.environ.get("CI", "").lower() in ("1", "true"):
-        try:
-            return importlib.import_module(module)
-        except ImportError as exc:
-            pytest.fail(f"CI must install {requirements}: {exc}")
-    return pytest.importorskip(module, reason=f"needs {requirements}")
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pytest.fail(f"this test needs {requirements} (pip install -r {requirements}): {exc}")
 
 
 def make_cfg(tmp_path: Path, *overrides: str, yaml_path: str | None = None) -> RunConfig:
