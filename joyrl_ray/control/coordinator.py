@@ -81,6 +81,7 @@ class CoordinatorStats:
     stop_reason: str | None
     stop_detail: str | None
     busy_s: float
+    normalization: dict[str, Any] | None = None  # version and counts of the merged statistics
 
 
 class Coordinator(WaitingRoom):
@@ -391,4 +392,5 @@ class Coordinator(WaitingRoom):
                 stop_reason=self.stop_reason,
                 stop_detail=self.stop_detail,
                 busy_s=round(self.busy_s, 3),
+                normalization=self.norm.summary(),
             )

@@ -56,6 +56,18 @@ class RunNormalization:
             self._shared = SharedNorm(self.version, self.stats.copy(), dict(self.merged))
         return self._shared
 
+    def summary(self) -> dict[str, Any] | None:
+        """For the run's summary: the version and what each statistic counted."""
+        if not self.settings.on:
+            return None
+        stats = self.stats
+        return {
+            "version": self.version,
+            "obs_count": int(stats.obs.count) if stats.obs is not None else 0,
+            "reward_count": int(stats.ret.count) if stats.ret is not None else 0,
+            "workers_merged": len(self.merged),  # workers whose deltas this run merged
+        }
+
     def to_checkpoint(self) -> dict[str, Any] | None:
         if not self.settings.on:
             return None
