@@ -30,6 +30,11 @@ class EnvConfig:
     atari_grayscale: bool = True  # atari_preprocessing: grayscale frames (false: RGB)
     atari_terminal_on_life_loss: bool = False  # atari_preprocessing: a lost life ends the episode
     clip_rewards: bool = False  # learn from rewards clipped to [-1, 1]; returns stay the real score
+    normalize_obs: bool = False  # observations standardized by running stats merged over workers
+    normalize_reward: bool = False  # rewards divided by the running std of the discounted return
+    clip_obs: float = 10.0  # normalized observations are clipped to [-clip_obs, clip_obs]
+    clip_reward: float = 10.0  # normalized rewards are clipped to [-clip_reward, clip_reward]
+    norm_epsilon: float = 1e-8  # added to the variance before its square root
     vector_mode: str = "sync"  # a worker's envs: sync (in turn, in-process) or async (subprocesses)
     step_latency_s: float = 0.0  # step_latency wrapper: seconds slept per step (benchmarks)
     step_latency_worker_s: list[float] = field(default_factory=list)  # per worker index:

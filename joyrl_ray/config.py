@@ -149,11 +149,17 @@ def _normalise_joyrl(section: str, layer: dict[str, Any]) -> None:
         layer["mp_backend"] = "single"
 
 
+#: Switches that take only true or false (OmegaConf would read any number as a bool).
+STRICT_BOOLS = ("normalize_obs", "normalize_reward")
+
+
 def _check_keys(schema: type, data: dict[str, Any], prefix: str) -> None:
     fields = {f.name: f for f in dataclasses.fields(schema)}
     for key, value in data.items():
         if key not in fields:
             raise ConfigError(_unknown(str(key), prefix, fields))
+        if key in STRICT_BOOLS and not isinstance(value, bool):  # OmegaConf reads 2 as true
+            raise ConfigError(f"{prefix}{key}={value!r} is not allowed; allowed: true, false")
         if key.endswith("_layers") and isinstance(value, list):
             for i, layer in enumerate(value):
                 if not isinstance(layer, dict):
@@ -311,6 +317,16 @@ def _check_learner_split(algo: DictConfig, general: DictConfig) -> None:
 def _check_env(env: DictConfig) -> None:
     _choice(env.render_mode, RENDER_MODES, "env_cfg.render_mode")
     _choice(env.vector_mode, VECTOR_MODES, "env_cfg.vector_mode")
+    for key in ("clip_obs", "clip_reward"):
+        if env[key] <= 0:
+            raise ConfigError(
+                f"env_cfg.{key}={env[key]} must be > 0 (normalized values are clipped to "
+                f"[-{key}, {key}])"
+            )
+    if env.norm_epsilon <= 0:
+        raise ConfigError(
+            f"env_cfg.norm_epsilon={env.norm_epsilon} must be > 0 (it keeps the std above 0)"
+        )
     try:
         check_env_id(env.id)
         check_wrappers(list(env.wrappers))

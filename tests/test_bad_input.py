@@ -231,6 +231,37 @@ CASES = [
         r"eval_env_error_rate=-0\.1",
         r"0 <= eval_env_error_rate < 1",
     ),
+    # normalization (env_cfg.normalize_obs / normalize_reward)
+    *(
+        Case(
+            f"normalize_{key}_not_a_bool",
+            fixed(f"env_cfg.normalize_{key}={value}"),
+            rf"env_cfg\.normalize_{key}={value!r}",
+            r"allowed: true, false",
+        )
+        for key, value in (("obs", 2), ("reward", "maybe"))
+    ),
+    *(
+        Case(
+            f"{key}_not_positive",
+            fixed(f"env_cfg.{key}={value}"),
+            rf"env_cfg\.{key}={float(value)}",
+            r"must be > 0",
+        )
+        for key, value in (("clip_obs", -1), ("clip_reward", 0), ("norm_epsilon", 0))
+    ),
+    Case(
+        "normalize_obs_on_discrete_observations",
+        fixed("env_cfg.id=FrozenLake-v1", "env_cfg.normalize_obs=true"),
+        r"env_cfg\.normalize_obs=true: the observation space Discrete\(16\)",
+        r"allowed: a 1-D float Box \(Dict, Tuple, discrete and image",
+    ),
+    Case(
+        "normalize_obs_on_dict_observations",
+        fixed("env_cfg.id=tests.support.space_envs:ImageDictEnv", "env_cfg.normalize_obs=true"),
+        r"env_cfg\.normalize_obs=true: the observation space Dict\(",
+        r"allowed: a 1-D float Box",
+    ),
     Case(
         "mode_unknown",
         fixed("general_cfg.mode=play"),

@@ -21,6 +21,7 @@ from joyrl_ray.data.report_forwarder import ReportSink
 from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow, DataPlane, DataSetup
 from joyrl_ray.flows.registry import flow_for
+from joyrl_ray.normalization import NormSettings
 from joyrl_ray.roles.learner.source import LearnerLinks
 from joyrl_ray.roles.worker.sender import WorkerSender
 from joyrl_ray.wire.handles import Handle, LocalHandle, ObjectStore, RayHandle, RayStore
@@ -40,6 +41,8 @@ class PlaneSetup:
     counters: Counters | None = None
     seed: int | None = None
     saved_replay: dict[str, np.ndarray] | None = None  # a resumed run's kept replay
+    normalization: NormSettings | None = None
+    start_normalization: dict[str, Any] | None = None  # a checkpoint's statistics
 
     def flow(self) -> DataFlow:
         return flow_for(self.needs)
@@ -60,6 +63,8 @@ class PlaneSetup:
             "n_workers": self.n_workers,
             "learning": flow.learning,
             "counters": self.counters,
+            "normalization": self.normalization,
+            "start_normalization": self.start_normalization,
         }
 
 

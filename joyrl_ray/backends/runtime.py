@@ -89,7 +89,11 @@ class Runtime(Protocol):
     def advance(self, timeout_s: float) -> RoleEvents: ...
 
     def evaluate(
-        self, weights: dict[str, np.ndarray], updates: int, env_steps: int
+        self,
+        weights: dict[str, np.ndarray],
+        updates: int,
+        env_steps: int,
+        normalization: dict[str, Any] | None = None,
     ) -> Call[EvalResult]: ...
 
     def shutdown(self) -> None: ...
@@ -101,10 +105,14 @@ class Evaluations:
     evaluator: EvaluatorClient | None
 
     def evaluate(
-        self, weights: dict[str, np.ndarray], updates: int, env_steps: int
+        self,
+        weights: dict[str, np.ndarray],
+        updates: int,
+        env_steps: int,
+        normalization: dict[str, Any] | None = None,
     ) -> Call[EvalResult]:
         assert self.evaluator is not None
-        call = self.evaluator.evaluate(weights, updates, env_steps)
+        call = self.evaluator.evaluate(weights, updates, env_steps, normalization)
         self._watch(call)
         return call
 

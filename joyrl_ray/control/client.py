@@ -9,6 +9,7 @@ from joyrl_ray.wire.handles import Call
 from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
+    LearnerReply,
     LearnerReport,
     LearnerStart,
     Placement,
@@ -52,7 +53,7 @@ class CoordinatorClient(RoleClient):
     def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> Call[bool]:
         return self._call(Coordinator.publish_weights, weights, version)
 
-    def report_learner(self, report: LearnerReport) -> Call[Counters]:
+    def report_learner(self, report: LearnerReport) -> Call[LearnerReply]:
         return self._call(Coordinator.report_learner, report)
 
     def submit_checkpoint(self, checkpoint: CheckpointRef) -> Call[None]:

@@ -33,11 +33,14 @@ from joyrl_ray.control.env_error_budget import EnvErrorBudget
 from joyrl_ray.control.mailboxes import Mailboxes
 from joyrl_ray.control.newest_weights import NewestWeights
 from joyrl_ray.control.report_gaps import ReportGaps
+from joyrl_ray.control.run_normalization import RunNormalization
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.normalization import NormSettings
 from joyrl_ray.wire.handles import Call, LocalStore, ObjectStore, RoleError
 from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
+    LearnerReply,
     LearnerReport,
     LearnerStart,
     Placement,
@@ -78,6 +81,7 @@ class CoordinatorStats:
     stop_reason: str | None
     stop_detail: str | None
     busy_s: float
+    normalization: dict[str, Any] | None = None  # version and counts of the merged statistics
 
 
 class Coordinator(WaitingRoom):
@@ -92,6 +96,8 @@ class Coordinator(WaitingRoom):
         counters: Counters | None = None,
         store: ObjectStore | None = None,
         data_plane: Sequence[Any] = (),
+        normalization: NormSettings | None = None,
+        start_normalization: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.stop_rule = stop_rule
@@ -108,6 +114,8 @@ class Coordinator(WaitingRoom):
         # end, what a shard does not hold was lost with an earlier incarnation of it.
         self.rows_sent: Counter[int] = Counter()
         self.weights = NewestWeights(self.store)
+        # Workers' normalization deltas merged (a resume and test mode: from the checkpoint's).
+        self.norm = RunNormalization(normalization or NormSettings(), start_normalization)
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
         self.env_error_count = 0
@@ -133,6 +141,7 @@ class Coordinator(WaitingRoom):
             throttled=False,  # the worker's shard says whether it must wait
             env_steps=self.counters.env_steps,
             weights=self.weights.newer_than(known_version),
+            normalization=self.norm.shared(),
         )
 
     def register_worker(self, worker_id: int, where: Placement) -> WorkerStart:
@@ -153,6 +162,7 @@ class Coordinator(WaitingRoom):
                     f"{restarts[worker_id]}); {lost} env steps it held back were lost"
                 )
                 self.incarnations[worker_id] += 1
+                self.norm.restarted(worker_id)
             self.registered.add(worker_id)
             stopped = self.stop_reason is not None
             return WorkerStart(
@@ -160,6 +170,7 @@ class Coordinator(WaitingRoom):
                 stopped,
                 self.weights.newest(),
                 self.incarnations[worker_id],
+                self.norm.shared(),
             )
 
     def _lose_worker_steps(self, worker_id: int) -> int:
@@ -206,6 +217,8 @@ class Coordinator(WaitingRoom):
         self.mail.worker_times.add(report.times)
         if not gone:
             self.last_push[worker] = time.monotonic()
+            if report.norm_delta is not None:  # an earlier incarnation's deltas are left out
+                self.norm.take(worker, report.norm_delta)
         held = report.env_steps - rows - sum(report.dropped.values())
         if not self.learning:
             self.dropped["not_learned_in_test_mode"] += report.env_steps
@@ -291,15 +304,16 @@ class Coordinator(WaitingRoom):
             self._cond.notify_all()
             return True
 
-    def report_learner(self, report: LearnerReport) -> Counters:
-        """Learner progress; returns the global counters (the learner checkpoints them)."""
+    def report_learner(self, report: LearnerReport) -> LearnerReply:
+        """Learner progress; returns the global counters and the normalization statistics
+        (the learner checkpoints them)."""
         with self._cond:
             if report.rank == 0:
                 self.counters.updates = report.updates
             self.mail.learner_times.add(report.times)
             if report.metrics:
                 self.mail.learner.append(report)
-            return Counters(**vars(self.counters))
+            return LearnerReply(Counters(**vars(self.counters)), self.norm.to_checkpoint())
 
     def submit_checkpoint(self, checkpoint: CheckpointRef) -> None:
         """A checkpoint's reference for the driver to fetch and write (and maybe evaluate)."""
@@ -378,4 +392,5 @@ class Coordinator(WaitingRoom):
                 stop_reason=self.stop_reason,
                 stop_detail=self.stop_detail,
                 busy_s=round(self.busy_s, 3),
+                normalization=self.norm.summary(),
             )

@@ -197,6 +197,7 @@ class DataServer(DataPlaneRole):
             stop=control.stop or self.stop_reason is not None,
             env_steps=control.env_steps,
             weights=newer if newer is not None and newer.version > known_version else None,
+            normalization=control.normalization,
         )
 
     # ----- learners -----

@@ -73,7 +73,8 @@ class ReportForwarder:
         the coordinator stopped answering, the stop: the run cannot go on without it."""
         with self._cond:
             a = self.answer
-            return PushAck(a.stop or self.failure is not None, False, a.env_steps, a.weights)
+            stop = a.stop or self.failure is not None
+            return PushAck(stop, False, a.env_steps, a.weights, a.normalization)
 
     def fresh(self, timeout_s: float) -> PushAck:
         """The coordinator's answer, asked again if it is older than ``interval_s`` (for a

@@ -188,7 +188,9 @@ class AfterRoom:
         except RoleDied:
             return self._coordinator(timeout_s)
         if not self.ask_coordinator:
-            return PushAck(room.stop, room.throttled, room.env_steps, room.weights)
+            return PushAck(
+                room.stop, room.throttled, room.env_steps, room.weights, room.normalization
+            )
         ack = self._coordinator(timeout_s)
         ack.throttled = room.throttled
         return ack

@@ -310,13 +310,14 @@ class ShardAck:
                 fatal_env_error=report.fatal_env_error,
                 incarnation=report.incarnation,
                 totals=report.totals,
+                norm_delta=report.norm_delta,  # merged once, even if the shard forwarded it
             )
             answer = coordinator.report_worker(alone, 0, self.known, shard).result(timeout_s)
             if self.rows:
                 line = f"{self.rows} rows were lost with replay shard {shard} ({exc})"
                 coordinator.count_lost(shard, self.rows, line).result(timeout_s)
             return answer
-        return PushAck(ack.stop, ack.throttled, ack.env_steps, ack.weights)
+        return PushAck(ack.stop, ack.throttled, ack.env_steps, ack.weights, ack.normalization)
 
 
 # ----- the learner's half -----

@@ -301,7 +301,10 @@ class Driver:
                     return
                 checkpoint = self.eval_queue.popleft()
                 call = self.runtime.evaluate(
-                    checkpoint.weights, checkpoint.updates, checkpoint.counters.env_steps
+                    checkpoint.weights,
+                    checkpoint.updates,
+                    checkpoint.counters.env_steps,
+                    checkpoint.normalization,
                 )
                 self.eval_in_flight = (call, checkpoint)
             call, checkpoint = self.eval_in_flight

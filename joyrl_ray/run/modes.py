@@ -42,6 +42,7 @@ import torch
 from algos import get_algorithm
 from algos.base import Algorithm, Policy
 from joyrl_ray.config import ConfigError, RunConfig
+from joyrl_ray.normalization import CHECKPOINT_KEY
 from joyrl_ray.run.checkpoint import (
     CheckpointError,
     checkpoint_updates,
@@ -132,6 +133,8 @@ def prepare(cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> Start:
             f"training run's --yaml {source / 'config.yaml'})"
         )
     policy = _load_policy(cfg, state, found.path, source, spaces, learning=not test)
+    if test:
+        _check_normalization(cfg, state, found.path)
     if not test:
         _check_totals(cfg, state, found.path)
     return Start(cfg, state, source, found.path, policy, notes)
@@ -171,6 +174,19 @@ def _load_policy(
             f"run's config: --yaml {source / 'config.yaml'}"
         ) from None
     return loaded
+
+
+def _check_normalization(cfg: RunConfig, state: dict[str, Any], path: Path) -> None:
+    """Test mode acts on observations as the checkpoint's policy learnt them."""
+    saved = state.get(CHECKPOINT_KEY) or {}
+    trained = saved.get("obs") is not None
+    if trained != cfg.env.normalize_obs:
+        how = "with" if trained else "without"
+        raise ConfigError(
+            f"env_cfg.normalize_obs={str(cfg.env.normalize_obs).lower()}, but {path} was "
+            f"trained {how} observation normalization; allowed: normalize_obs="
+            f"{str(trained).lower()} (the training run's --yaml)"
+        )
 
 
 def _check_totals(cfg: RunConfig, state: dict[str, Any], path: Path) -> None:

@@ -42,6 +42,7 @@ from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow
 from joyrl_ray.flows.registry import flow_for
 from joyrl_ray.heap import freeze_startup_heap, thaw_heap
+from joyrl_ray.normalization import CHECKPOINT_KEY, NormSettings, unnormalizable
 from joyrl_ray.run import modes, signals
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
@@ -69,6 +70,9 @@ def _check_spaces(cfg: RunConfig, spaces: Any) -> None:
         policy_cls.check_spaces(*spaces)
     except ValueError as exc:
         raise ConfigError(f"general_cfg.algo_name={cfg.general.algo_name} {exc}") from None
+    refused = unnormalizable(spaces[0]) if cfg.env.normalize_obs else None
+    if refused is not None:
+        raise ConfigError(f"env_cfg.normalize_obs=true: {refused}")
 
 
 def _check_device(cfg: RunConfig, nodes: list[Node] | None) -> None:
@@ -178,6 +182,7 @@ def plane_setup(
         counters=counters,
         seed=general.seed or None,
         saved_replay=buffer,
+        normalization=NormSettings.of(cfg.env),
     )
 
 
@@ -231,7 +236,13 @@ def _run_in(
         )
         render: dict[str, Any] = {}
         if not train and cfg.env.render_mode is not None and outcome.exit_code == EXIT_OK:
-            render = record_video(cfg, start.policy, task, n_episodes=general.render_n_episodes)
+            render = record_video(
+                cfg,
+                start.policy,
+                task,
+                n_episodes=general.render_n_episodes,
+                normalization=(start.checkpoint or {}).get(CHECKPOINT_KEY),
+            )
             if "render_error" in render:
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
@@ -290,6 +301,8 @@ def _drive(
         state = start.checkpoint_bytes() if start.resume else None
         setup = LearnerSetup(spaces, state, lambda: driver.latest_state if driver else None)
     planes = plane_setup(cfg, _needs(cfg), counters, buffer)
+    if start.checkpoint is not None:  # resume and test mode: the checkpoint's statistics
+        planes.start_normalization = start.checkpoint.get(CHECKPOINT_KEY)
     roles = RoleConfigs.of(cfg)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime

@@ -140,6 +140,8 @@ def build_summary(
             buffer=data.buffer if data else {},
             replay_shards=data.shards if data else [],
         )
+        if coordinator.normalization is not None:
+            summary["normalization"] = coordinator.normalization
     if not train:
         summary.update(
             summarize_returns([e["return"] for e in episodes], [e["length"] for e in episodes])

@@ -85,7 +85,13 @@ def write_gif(frames: list[np.ndarray], path: Path, frame_ms: float) -> Path:
     return path
 
 
-def record_video(cfg: Any, policy: Any, task: TaskDir, n_episodes: int) -> dict[str, Any]:
+def record_video(
+    cfg: Any,
+    policy: Any,
+    task: TaskDir,
+    n_episodes: int,
+    normalization: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Play ``n_episodes`` greedy episodes with the configured render mode.
 
     Returns what the summary should say: ``video`` (the gif's path) for ``rgb_array``,
@@ -103,6 +109,7 @@ def record_video(cfg: Any, policy: Any, task: TaskDir, n_episodes: int) -> dict[
             max_step=cfg.general.max_step,
             render_mode=mode,
             stream="video",
+            normalization=normalization,  # the checkpoint's, frozen
         )
         try:
             for _ in range(n_episodes):

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from joyrl_ray.normalization import NormDelta, SharedNorm
 from joyrl_ray.wire.where import group_here
 
 #: One finished episode: a dict of numpy arrays, one row per step (``obs``, ``actions``,
@@ -181,6 +182,7 @@ class WorkerReport:
     times: WorkerTimes = field(default_factory=WorkerTimes)
     incarnation: int = 0  # which start of the worker's process sent it (restarts count up)
     totals: ReportTotals | None = None
+    norm_delta: NormDelta | None = None  # normalization statistics seen since the last report
 
 
 @dataclass
@@ -201,6 +203,7 @@ class PushAck:
     throttled: bool  # the learner trails the update-to-data ratio: wait before the next push
     env_steps: int  # global env steps
     weights: Weights | None = None  # newer weights than the worker holds, if any
+    normalization: SharedNorm | None = None  # the newest merged statistics (normalizing runs)
 
 
 @dataclass
@@ -214,6 +217,7 @@ class InsertAck:
     stop: bool = False
     env_steps: int = 0  # global env steps, as the shard last heard them
     weights: Weights | None = None  # newer weights than the inserting worker holds, if any
+    normalization: SharedNorm | None = None  # as the shard last heard them
 
 
 @dataclass
@@ -222,6 +226,7 @@ class WorkerStart:
     stop: bool
     weights: Weights | None
     incarnation: int = 0  # 0 for a new worker, n after Ray's n-th restart of it
+    normalization: SharedNorm | None = None
 
 
 @dataclass
@@ -230,6 +235,15 @@ class LearnerStart:
 
     counters: Counters
     weights_version: int  # the newest version published so far: the next must be newer
+
+
+@dataclass
+class LearnerReply:
+    """The coordinator's answer to a learner's report: the global counters and the
+    normalization statistics (checkpoint form), both for the learner's next checkpoint."""
+
+    counters: Counters
+    normalization: dict[str, Any] | None = None
 
 
 @dataclass
@@ -267,6 +281,7 @@ class CheckpointReport:
     state: bytes  # torch.save of the learner state
     weights: dict[str, np.ndarray]  # the acting weights, for evaluation
     evaluate: bool
+    normalization: dict[str, Any] | None = None  # the statistics the weights act with
 
 
 @dataclass

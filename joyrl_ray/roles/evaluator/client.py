@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from joyrl_ray.roles.evaluator.evaluator import EvalResult, OnlineEvaluator
@@ -13,6 +15,10 @@ class EvaluatorClient(RoleClient):
     """Checkpoint evaluations, beside learning."""
 
     def evaluate(
-        self, weights: dict[str, np.ndarray], updates: int, env_steps: int
+        self,
+        weights: dict[str, np.ndarray],
+        updates: int,
+        env_steps: int,
+        normalization: dict[str, Any] | None = None,
     ) -> Call[EvalResult]:
-        return self._call(OnlineEvaluator.evaluate, weights, updates, env_steps)
+        return self._call(OnlineEvaluator.evaluate, weights, updates, env_steps, normalization)

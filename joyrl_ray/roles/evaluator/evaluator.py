@@ -33,6 +33,7 @@ from envs.faults import close_broken, with_step_errors
 from envs.observations import packed_env
 from envs.registry import make_env, make_env_fn
 from envs.vector import close_vector_env, make_vector_env
+from joyrl_ray.normalization import FrozenObsNorm
 from joyrl_ray.roles.evaluator.config import EvaluatorConfig
 from joyrl_ray.seeding import derive_seed
 from joyrl_ray.wire.handles import first_line
@@ -58,6 +59,7 @@ class Evaluator:
         stream: str = "eval",
         vector_mode: str = "sync",
         env_error_rate: float = 0.0,
+        normalization: dict[str, Any] | None = None,
     ) -> None:
         self.make = lambda: packed_env(
             make_env(env_cfg, max_episode_steps=max_step, render_mode=render_mode)
@@ -74,6 +76,18 @@ class Evaluator:
         self.env_error_rate = env_error_rate  # injected (fault_injection.eval_env_error_rate)
         self.builds = 0  # envs built: each build draws its injected errors from its own seed
         self.env = self._with_errors(self.env)  # the first env too
+        self.obs_norm = FrozenObsNorm.of(normalization)  # a checkpoint's, never updated
+
+    def use_normalization(self, normalization: dict[str, Any] | None) -> None:
+        """Act on observations normalized by these statistics (a checkpoint's)."""
+        self.obs_norm = FrozenObsNorm.of(normalization)
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions for a batch of the env's observations."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        actions, _ = self.policy.act(obs, explore=False, env_steps=0)
+        return actions
 
     def _fault_seed(self) -> int | None:
         """The seed of the next build's injected errors: a stream apart from the workers'."""
@@ -109,7 +123,7 @@ class Evaluator:
         while True:
             if on_step is not None:
                 on_step(self.env)
-            action, _ = self.policy.act(obs[None], explore=False, env_steps=0)
+            action = self._act(obs[None])
             obs, reward, terminated, truncated, _ = self.env.step(self.policy.env_action(action)[0])
             total += float(reward)
             length += 1
@@ -167,7 +181,7 @@ class Evaluator:
         The policy acts for one row per env, idle ones included (their actions unused), so
         that a recurrent policy's memory of each row stays that env's episode's.
         """
-        actions, _ = self.policy.act(_rows(len(envs), running), explore=False, env_steps=0)
+        actions = self._act(_rows(len(envs), running))
         env_actions = self.policy.env_action(actions)
         ended = np.zeros(len(envs), dtype=bool)
         for i, episode in list(running.items()):
@@ -244,7 +258,7 @@ class Evaluator:
         returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
         while running.any():
             _check(interrupted)
-            actions, _ = self.policy.act(obs, explore=False, env_steps=0)
+            actions = self._act(obs)
             try:
                 obs, rewards, terminated, truncated, _ = envs.step(self.policy.env_action(actions))
             except Exception as exc:
@@ -379,8 +393,16 @@ class OnlineEvaluator:
         self.episodes = cfg.episodes
         self.interrupted = threading.Event()
 
-    def evaluate(self, weights: dict[str, np.ndarray], updates: int, env_steps: int) -> EvalResult:
+    def evaluate(
+        self,
+        weights: dict[str, np.ndarray],
+        updates: int,
+        env_steps: int,
+        normalization: dict[str, Any] | None = None,
+    ) -> EvalResult:
+        """The checkpoint's weights, acting on observations normalized by its statistics."""
         self.policy.set_weights(weights)
+        self.evaluator.use_normalization(normalization)
         episodes = self.evaluator.evaluate(self.episodes, self.interrupted)
         return EvalResult.of(updates, env_steps, episodes)
 

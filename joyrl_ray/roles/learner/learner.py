@@ -33,6 +33,7 @@ from algos import get_algorithm
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.normalization import CHECKPOINT_KEY
 from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.distributed import ProcessGroup
 from joyrl_ray.roles.learner.source import IDLE, LEARNED, STOPPED, LearnerLinks
@@ -121,6 +122,7 @@ class Learner:
         self.algorithm.seed(derive_seed(cfg.seed, "learner"))
         self.weights_version = 0
         self.counters = Counters()
+        self.normalization: dict[str, Any] | None = None  # as the coordinator last said
         # A restored learner has a checkpoint to go back to; a new one makes its first
         # within first_checkpoint_s of its first update (see _first_checkpoint_due).
         self.has_checkpoint = start_state is not None
@@ -141,6 +143,7 @@ class Learner:
         self.algorithm.load_state_dict(checkpoint["policy"])
         self.weights_version = int(checkpoint.get("weights_version", 0))
         self.counters = Counters(**checkpoint.get("counters", {}))
+        self.normalization = checkpoint.get(CHECKPOINT_KEY)
         rng = checkpoint.get("rng")
         if rng is not None:
             torch.set_rng_state(rng["torch"])
@@ -155,6 +158,7 @@ class Learner:
             "policy": self.algorithm.state_dict(),
             "weights_version": self.weights_version,
             "counters": vars(self.counters).copy(),
+            CHECKPOINT_KEY: self.normalization,
             "rng": {
                 "torch": torch.get_rng_state(),
                 "numpy": self.algorithm.rng.bit_generator.state,
@@ -258,8 +262,10 @@ class Learner:
         )
         self.reported_times = LearnerTimes(**vars(self.times))
         report = LearnerReport(self.rank, self.updates, metrics, times)
-        counters = self.coordinator.report_learner(report).result(timeout_s=CALL_SLACK_S)
+        reply = self.coordinator.report_learner(report).result(timeout_s=CALL_SLACK_S)
+        counters = reply.counters
         self.counters = Counters(counters.env_steps, counters.episodes, self.updates)
+        self.normalization = reply.normalization
         self.metric_sums.clear()
         self.metric_count = 0
         self.last_report = time.monotonic()
@@ -271,6 +277,7 @@ class Learner:
             state=state_to_bytes(self.state()),
             weights=self.algorithm.get_weights(),
             evaluate=evaluate,
+            normalization=self.normalization,
         )
 
     def _first_checkpoint_due(self) -> bool:

@@ -31,12 +31,14 @@ from algos import get_algorithm
 from envs.rewards import learning_rewards
 from joyrl_ray.batch import REWARDS, TERMINATED, TRUNCATED, Batch, batch_rows
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.normalization import NormSettings
 from joyrl_ray.roles.worker.acting_weights import ActingWeights
 from joyrl_ray.roles.worker.chunk import Chunk
 from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP, WorkerEnvs
 from joyrl_ray.roles.worker.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.roles.worker.kill_schedule import KillSchedule
+from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.seeding import derive_seed
 from joyrl_ray.wire.handles import Call, ObjectStore, first_line
@@ -93,6 +95,14 @@ class Worker:
             self.envs.vector.single_action_space,
             torch.device("cpu"),
         )
+        settings = NormSettings.of(cfg.env)
+        self.norm: WorkerNormalizer | None = None
+        if settings.on:  # test mode: the checkpoint's statistics, never updated
+            shape = tuple(space.shape or ())
+            gamma = self.policy.gamma
+            self.norm = WorkerNormalizer(
+                worker_id, settings, shape, self.n_envs, gamma, frozen=not cfg.train
+            )
         wrappers = list(cfg.env.wrappers or [])
         sender.bind(
             SenderSetup(
@@ -139,6 +149,8 @@ class Worker:
         if dropped:
             self.report.dropped["env_error"] = self.report.dropped.get("env_error", 0) + dropped
         self.tracker.reset()
+        if self.norm is not None:
+            self.norm.episodes_dropped()
         if self.cutter is not None:
             self.cutter.reset()
         if not self.envs.close_broken():
@@ -158,6 +170,8 @@ class Worker:
         self.throttled = self.sender.throttled_after_ack(ack, self.throttled)
         self.global_env_steps = max(self.global_env_steps, ack.env_steps)
         self.times.weights_wait_s += self.weights.take(ack.weights, now=False)
+        if self.norm is not None:
+            self.norm.take_shared(ack.normalization)
         self.kills.strike(self.global_env_steps)
 
     def _wait_for_acks(self, keep: int) -> None:
@@ -180,6 +194,8 @@ class Worker:
         self.stop = self.stop or ack.stop
         self.throttled = self.sender.throttled_after_wait(ack, need_weights, self.throttled)
         self.global_env_steps = max(self.global_env_steps, ack.env_steps)
+        if self.norm is not None:
+            self.norm.take_shared(ack.normalization)
         if need_weights:
             self.times.weights_wait_s += time.monotonic() - t0
         else:
@@ -201,6 +217,8 @@ class Worker:
         self.stop = start.stop
         if start.weights is not None:
             self.times.weights_wait_s += self.weights.take(start.weights, now=True)
+        if self.norm is not None:
+            self.norm.take_shared(start.normalization)
         seed = self.cfg.seed
         # A restarted worker (or a resumed run) draws fresh streams from where the run is.
         stream = (start.env_steps,) if start.env_steps else ()
@@ -211,8 +229,10 @@ class Worker:
 
     def _step(self) -> None:
         """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""
+        norm = self.norm
         if self.obs is None:
-            self.obs = self.envs.reset(self.global_env_steps)
+            obs = self.envs.reset(self.global_env_steps)
+            self.obs = obs if norm is None else norm.observe(obs)
             self.policy.reset_memory(self.n_envs)
         assert self.obs is not None
         env_steps = self.global_env_steps + self.own_env_steps
@@ -221,6 +241,8 @@ class Worker:
             self.policy.env_action(actions)
         )
         self.policy.episodes_ended(terminated | truncated)
+        if norm is not None:  # what is stored is what the policy sees
+            next_obs, info = norm.observe(next_obs), norm.normalized_info(info)
         self.chunk.add(self.obs, actions, rewards, terminated, truncated, extras, info)
         self.obs = next_obs
         self.own_env_steps += self.n_envs
@@ -229,7 +251,8 @@ class Worker:
         """The chunk's columns, its finished episodes reported and trajectories cut.
 
         Rewards in the chunk are the env's own until here: episode returns and trajectories
-        keep them, and the returned columns hold the learning rewards (maybe clipped).
+        keep them, and the returned columns hold the learning rewards (maybe clipped, maybe
+        normalized).
         """
         chunk = self.chunk.take(self.obs)
         if not chunk:
@@ -238,7 +261,8 @@ class Worker:
         self.total_env_steps += steps
         self.report.env_steps += steps
         rewards = chunk[REWARDS]
-        returns, lengths, rows = self.tracker.track(rewards, chunk[TERMINATED] | chunk[TRUNCATED])
+        ends = chunk[TERMINATED] | chunk[TRUNCATED]
+        returns, lengths, rows = self.tracker.track(rewards, ends)
         if len(rows):
             first_row_steps = self.global_env_steps + self.own_env_steps - steps
             ended_at = first_row_steps + rows.astype(np.int64) * self.n_envs  # their last steps
@@ -250,6 +274,8 @@ class Worker:
         if self.cutter is not None:
             self.report.trajectories.extend(self.cutter.cut(chunk))
         chunk[REWARDS] = learning_rewards(rewards, self.cfg.env)  # unclipped: the same array
+        if self.norm is not None:
+            chunk[REWARDS] = self.norm.rewards(chunk[REWARDS], ends)
         return chunk
 
     def _collect(self) -> Batch | None:
@@ -271,6 +297,8 @@ class Worker:
         rows = report.env_steps if rows < 0 else rows
         self.sent = self.sent.add(report.env_steps, rows, report.dropped)
         report.totals = self.sent
+        if self.norm is not None:
+            report.norm_delta = self.norm.take_delta()
         self.report = WorkerReport(self.worker_id, 0, incarnation=self.incarnation)
         report.times = WorkerTimes(**vars(self.times))
         self.times = WorkerTimes()

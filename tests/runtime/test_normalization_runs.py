@@ -1,0 +1,131 @@
+"""Normalization in real runs: what checkpoints hold, resume, test mode, and the Ray backend.
+
+PPO on Pendulum whose observations are scaled by 1000 (``tests/support/scaled_envs.py``),
+a few thousand env steps: enough for statistics to travel, not to learn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from joyrl_ray.config import ConfigError
+from joyrl_ray.normalization import CHECKPOINT_KEY, obs_transform
+from joyrl_ray.run.checkpoint import load_checkpoint
+from joyrl_ray.run.runner import RunResult, run
+from tests.support.runs import ROOT, make_cfg
+
+PENDULUM_PPO = str(ROOT / "configs" / "pendulum_ppo.yaml")
+SHORT = [
+    "env_cfg.id=tests.support.scaled_envs:ScaledPendulum",
+    "env_cfg.normalize_obs=true",
+    "env_cfg.normalize_reward=true",
+    "general_cfg.max_step=200",
+    "general_cfg.n_workers=2",
+    "general_cfg.n_envs_per_worker=2",
+    "algo_cfg.rollout_len=64",
+    "general_cfg.model_save_fre=2",
+    "general_cfg.online_eval_episode=2",
+    "general_cfg.save_fig=false",
+    "general_cfg.seed=3",
+]
+ROLLOUT_STEPS = 2 * 2 * 64  # env steps per PPO iteration
+
+
+def short_run(tasks: Path, *overrides: str) -> RunResult:
+    return run(make_cfg(tasks, *SHORT, *overrides, yaml_path=PENDULUM_PPO))
+
+
+def saved(task: Path) -> dict[str, Any]:
+    return load_checkpoint(task / "models" / "last.pt")[CHECKPOINT_KEY]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    tasks = tmp_path_factory.mktemp("norm_tasks")
+    return short_run(tasks, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=2048")
+
+
+def test_checkpoint_holds_the_merged_statistics_of_both_workers(trained: RunResult) -> None:
+    summary = trained.summary
+    norm = summary["normalization"]
+    assert norm["workers_merged"] == 2
+    steps = summary["env_steps"]
+    # Each worker also counts its envs' first observations; a rollout's deltas travel with it.
+    assert steps <= norm["obs_count"] <= steps + 2 * 2
+    assert norm["reward_count"] == steps
+    state = saved(trained.task_dir)
+    assert state["version"] == norm["version"] and state["obs"]["count"] == norm["obs_count"]
+    mean, std, clip = obs_transform({CHECKPOINT_KEY: state}) or (None, None, None)
+    assert clip == 10.0 and mean is not None and std is not None
+    assert abs(mean[0]) < 1000 and std.max() > 100  # statistics of the scaled observations
+    # Evaluations acted on normalized observations of the checkpoint they evaluated.
+    assert summary["eval_history"] and all(e["return_mean"] < 0 for e in summary["eval_history"])
+
+
+def test_test_mode_uses_the_checkpoint_statistics_and_never_moves_them(
+    trained: RunResult,
+) -> None:
+    before = saved(trained.task_dir)
+    tested = short_run(
+        trained.task_dir.parent,
+        "general_cfg.mode=test",
+        f"general_cfg.load_path={trained.task_dir}",
+        "general_cfg.load_model_step=last",
+        "general_cfg.max_episode=2",
+        "general_cfg.mp_backend=single",
+    )
+    norm = tested.summary["normalization"]
+    assert tested.summary["episodes"] == 2
+    assert norm["version"] == before["version"]
+    assert norm["obs_count"] == int(before["obs"]["count"]) and norm["workers_merged"] == 0
+    assert saved(trained.task_dir) == before
+
+
+def test_test_mode_refuses_a_config_that_does_not_normalize_as_trained(
+    trained: RunResult,
+) -> None:
+    with pytest.raises(ConfigError, match=r"env_cfg\.normalize_obs=false, but .* trained with"):
+        short_run(
+            trained.task_dir.parent,
+            "general_cfg.mode=test",
+            f"general_cfg.load_path={trained.task_dir}",
+            "general_cfg.mp_backend=single",
+            "env_cfg.normalize_obs=false",
+        )
+
+
+def test_resume_continues_from_the_checkpoint_statistics(trained: RunResult) -> None:
+    before = saved(trained.task_dir)
+    resumed = short_run(
+        trained.task_dir.parent,
+        "general_cfg.load_checkpoint=true",
+        f"general_cfg.load_path={trained.task_dir}",
+        "general_cfg.max_env_steps=3072",
+        "general_cfg.mp_backend=single",
+    )
+    norm = resumed.summary["normalization"]
+    new_steps = resumed.summary["env_steps"] - trained.summary["env_steps"]
+    assert new_steps >= ROLLOUT_STEPS
+    assert norm["version"] > before["version"]
+    assert norm["obs_count"] >= before["obs"]["count"] + new_steps
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_ray_backend_merges_the_deltas_of_both_workers(tmp_path: Path) -> None:
+    result = short_run(
+        tmp_path,
+        "general_cfg.mp_backend=ray",
+        "general_cfg.max_env_steps=2048",
+        "general_cfg.online_eval=false",
+    )
+    summary = result.summary
+    norm = summary["normalization"]
+    assert norm["workers_merged"] == 2
+    collected = summary["transitions_collected"]
+    # Every reported step's observation was merged (plus each env's first observation);
+    # what a worker saw after its last report is the unsynced tail.
+    assert collected <= norm["obs_count"] <= collected + 2 * 2
+    assert norm["reward_count"] == collected
