@@ -21,6 +21,10 @@ Where the statistics live and how they travel:
 - checkpoints hold them (:meth:`NormStats.to_checkpoint`), a resumed run starts from
   them, and the evaluator and test mode use a checkpoint's statistics without updating
   them. :func:`obs_transform` gives an exporter the frozen ``(mean, std, clip)``.
+
+:class:`RunningMeanStd` merges by Chan et al.'s parallel algorithm (1979), so merged
+statistics equal one pass over all the data, whatever the order or the split; float64
+throughout. Numpy only: the coordinator, the workers and an exporter all import it.
 """
 
 from __future__ import annotations
@@ -30,9 +34,69 @@ from typing import Any
 
 import numpy as np
 
-from joyrl_ray.running_stats import RunningMeanStd
-
 CHECKPOINT_KEY = "normalization"
+
+
+@dataclass
+class RunningMeanStd:
+    """Count, mean and (population) variance per element of a fixed shape."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    count: float = 0.0
+
+    @classmethod
+    def zeros(cls, shape: tuple[int, ...]) -> RunningMeanStd:
+        return cls(np.zeros(shape, np.float64), np.ones(shape, np.float64), 0.0)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.mean.shape)
+
+    def copy(self) -> RunningMeanStd:
+        return RunningMeanStd(self.mean.copy(), self.var.copy(), self.count)
+
+    def update(self, batch: np.ndarray) -> None:
+        """Add the rows of ``batch`` (first axis: rows, the rest: this shape)."""
+        rows = np.asarray(batch, np.float64).reshape(-1, *self.shape)
+        if len(rows):
+            self._add(rows.mean(axis=0), rows.var(axis=0), float(len(rows)))
+
+    def merge(self, other: RunningMeanStd) -> None:
+        """Add what ``other`` counted (Chan et al.'s parallel update)."""
+        if other.count > 0:
+            self._add(other.mean, other.var, other.count)
+
+    def _add(self, mean: np.ndarray, var: np.ndarray, count: float) -> None:
+        if self.count == 0:
+            self.mean, self.var, self.count = mean.copy(), var.copy(), count
+            return
+        total = self.count + count
+        delta = mean - self.mean
+        m2 = self.var * self.count + var * count + delta**2 * self.count * count / total
+        self.mean = self.mean + delta * count / total
+        self.var = m2 / total
+        self.count = total
+
+    def std(self, epsilon: float) -> np.ndarray:
+        return np.sqrt(self.var + epsilon)
+
+    def to_state(self) -> dict[str, Any]:
+        """Plain numbers and lists (a checkpoint loads them with ``weights_only``); float64
+        values survive the round trip exactly."""
+        return {
+            "shape": list(self.shape),
+            "mean": self.mean.ravel().tolist(),
+            "var": self.var.ravel().tolist(),
+            "count": float(self.count),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> RunningMeanStd:
+        shape = tuple(int(n) for n in state["shape"])
+        mean = np.asarray(state["mean"], np.float64).reshape(shape)
+        var = np.asarray(state["var"], np.float64).reshape(shape)
+        return cls(mean, var, float(state["count"]))
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from joyrl_ray.normalization import (
     FrozenObsNorm,
     NormSettings,
     NormStats,
+    RunningMeanStd,
     obs_transform,
 )
 from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
-from joyrl_ray.running_stats import RunningMeanStd
 
 SETTINGS = NormSettings(obs=True, reward=True)
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from joyrl_ray.normalization import NormDelta, NormSettings, NormStats, SharedNorm
-from joyrl_ray.running_stats import RunningMeanStd
+from joyrl_ray.normalization import NormDelta, NormSettings, NormStats, RunningMeanStd, SharedNorm
 
 
 class RunNormalization:
