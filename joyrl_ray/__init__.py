@@ -9,7 +9,8 @@ test holds it to that), and the modules at this root are what every layer shares
 ``run/``
     The driver side: the CLI, the runner (checks, task directory, the run), the driver
     loop, modes (train, test, resume), the recorder (logs, csv, tensorboard, progress),
-    checkpoints, the summary, figures, videos, trajectory files. Only it writes files.
+    checkpoints, the summary, figures, videos, trajectory files, and ``tracking/`` (the run
+    as an MLflow or W&B run). Only it writes files, and only it talks to a tracker.
 ``backends/``
     How the roles run: in one process (``local``) or as Ray actors (``ray_runtime``), where
     the learner group and the worker fleet own their actors and restarts; placement on the
