@@ -10,7 +10,8 @@ statistics, merged across workers), ``seeding``, ``heap``; ``export_minari`` is 
 ``run/``
     The driver side: the CLI, the runner (checks, task directory, the run), the driver
     loop, modes (train, test, resume), the recorder (logs, csv, tensorboard, progress),
-    checkpoints, the summary, figures, videos, trajectory files. Only it writes files.
+    checkpoints, the summary, figures, videos, trajectory files, and ``tracking/`` (the run
+    as an MLflow or W&B run). Only it writes files, and only it talks to a tracker.
 ``backends/``
     How the roles run: in one process (``local``) or as Ray actors (``ray_runtime``), where
     the learner group and the worker fleet own their actors and restarts; placement on the

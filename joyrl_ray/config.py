@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,15 @@ from algos.layers import LayerConfig, validate_layers
 from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES, VECTOR_MODES
 from envs.registry import check_wrappers
-from joyrl_ray.general_config import BACKENDS, DEVICES, MODES, PLACEMENTS, GeneralConfig
+from joyrl_ray.general_config import (
+    BACKENDS,
+    DEVICES,
+    MODES,
+    PLACEMENTS,
+    TRACKERS,
+    TRACKING_EXTRA,
+    GeneralConfig,
+)
 
 SECTIONS = ("general_cfg", "algo_cfg", "env_cfg")
 
@@ -172,6 +181,8 @@ def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConf
     for layer in layers:
         _normalise_joyrl(section, layer)
         _normalise_layers(layer)
+        if section == "general_cfg" and isinstance(layer.get("tracking"), str):
+            layer["tracking"] = [layer["tracking"]]  # tracking=mlflow: a list of one
         _check_keys(schema, layer, f"{section}.")
         try:
             merged = OmegaConf.merge(merged, layer)
@@ -277,6 +288,29 @@ def _check_general(general: DictConfig) -> None:
         raise ConfigError(
             f"general_cfg.load_model_step={step!r} is not allowed; "
             "allowed: best, last, or an update number"
+        )
+    _check_tracking(general)
+
+
+def _check_tracking(general: DictConfig) -> None:
+    """Known tracker names, each once, whose library is installed (found, not imported:
+    the checks stay quick)."""
+    names = [str(name) for name in general.tracking]
+    shown = f"general_cfg.tracking=[{', '.join(names)}]"
+    for name in names:
+        if name not in TRACKERS:
+            close = difflib.get_close_matches(name, TRACKERS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(
+                f"{shown}: unknown tracker {name!r}{hint}; allowed: {', '.join(TRACKERS)}"
+            )
+        if names.count(name) > 1:
+            raise ConfigError(f"{shown} names {name} twice; allowed: each tracker once")
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"{shown}: {', '.join(missing)} is not installed; install the tracking extra: "
+            f"pip install -r {TRACKING_EXTRA}"
         )
 
 

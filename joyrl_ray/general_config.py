@@ -8,6 +8,8 @@ MODES = ("train", "test")
 BACKENDS = ("single", "ray")
 DEVICES = ("auto", "cpu", "cuda")
 PLACEMENTS = ("spread", "pack")
+TRACKERS = ("mlflow", "wandb")  # general_cfg.tracking; each is also the module it imports
+TRACKING_EXTRA = "requirements-tracking.txt"
 
 
 @dataclass
@@ -79,4 +81,10 @@ class GeneralConfig:
     worker_chunk_steps: int = 256  # vector-env steps a worker takes per push (off-policy)
     learner_lag_tolerance: int = 64  # updates the learner may trail the ratio before workers wait
     progress: bool = True  # console progress bar
+    tracking: list[str] = field(default_factory=list)  # experiment trackers the run logs to:
+    # mlflow, wandb (pip install -r requirements-tracking.txt; docs/tracking.md)
+    tracking_uri: str | None = None  # MLflow's tracking URI (null: $MLFLOW_TRACKING_URI, else
+    # MLflow's default, sqlite:///mlflow.db in the working directory)
+    tracking_project: str | None = None  # MLflow experiment / W&B project (null:
+    # $MLFLOW_EXPERIMENT_NAME / $WANDB_PROJECT, else the tracker's default)
     tasks_dir: str = "tasks"  # where task directories are created

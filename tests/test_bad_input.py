@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,9 @@ class Case:
     args: Callable[[Path], list[str]]  # main.py arguments; files live under the given folder
     named: str  # regex: the key or value at fault
     allowed: str  # regex: what is allowed instead
+    # modules made absent for the case, as if not installed (``sys.modules[name] = None``,
+    # Python's own way of refusing an import): an optional extra the test command installs
+    hidden: tuple[str, ...] = ()
 
     def argv(self, files: Path) -> list[str]:
         return self.args(files)
@@ -261,6 +264,19 @@ CASES = [
         fixed("env_cfg.id=tests.support.space_envs:ImageDictEnv", "env_cfg.normalize_obs=true"),
         r"env_cfg\.normalize_obs=true: the observation space Dict\(",
         r"allowed: a 1-D float Box",
+    ),
+    Case(
+        "tracker_unknown",
+        fixed("general_cfg.tracking=[mlflow, neptune]"),
+        r"general_cfg\.tracking=\[mlflow, neptune\]: unknown tracker 'neptune'",
+        r"allowed: mlflow, wandb",
+    ),
+    Case(
+        "tracker_library_missing",
+        fixed("general_cfg.tracking=[wandb, mlflow]"),
+        r"general_cfg\.tracking=\[wandb, mlflow\]: mlflow is not installed",
+        r"pip install -r requirements-tracking\.txt",
+        hidden=("mlflow",),
     ),
     Case(
         "mode_unknown",
@@ -637,6 +653,21 @@ def run_case(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], 
     return run_main(*argv, timeout=120), tasks
 
 
+@contextlib.contextmanager
+def hidden_modules(names: tuple[str, ...]) -> Iterator[None]:
+    """``names`` cannot be imported (nor found) meanwhile, as when they are not installed."""
+    saved = {name: sys.modules.get(name) for name in names}
+    sys.modules.update(dict.fromkeys(names))
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module
+
+
 def run_case_in_process(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
     """``main.main(argv)`` with the case's arguments, its exit code and output captured; an
     exception escaping it is written to stderr with its traceback, as the interpreter would."""
@@ -644,7 +675,11 @@ def run_case_in_process(case: Case, root: Path) -> tuple[subprocess.CompletedPro
 
     argv, tasks = case_argv(case, root)
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        hidden_modules(case.hidden),
+    ):
         try:
             code = main.main(argv)
         except SystemExit as exc:  # argparse's own refusals

@@ -26,6 +26,7 @@ from joyrl_ray.roles.evaluator.evaluator import EvalResult
 from joyrl_ray.run.atomic_file import atomic_write_text
 from joyrl_ray.run.bottleneck import difference_l, difference_w, judge
 from joyrl_ray.run.task_dir import TaskDir
+from joyrl_ray.run.tracking import RunTracking
 from joyrl_ray.run.trajectories import TrajectoryWriter
 from joyrl_ray.wire.messages import LearnerTimes, Reports, WorkerTimes
 
@@ -74,7 +75,7 @@ def _open_csv(path: Path, fields: tuple[str, ...]) -> tuple[Any, csv.DictWriter]
 
 
 def make_logger(task: TaskDir) -> logging.Logger:
-    logger = logging.getLogger(f"joyrl_ray.{task.root.name}")
+    logger = logging.getLogger(task.logger_name)
     logger.setLevel(logging.INFO)
     logger.propagate = False
     handler = logging.FileHandler(task.logs / "log.txt")
@@ -101,11 +102,13 @@ class Recorder:
         n_learners: int = 1,
         update_unit: str = "updates",
         on_eval: Callable[[dict[str, Any], Path], None] | None = None,
+        tracking: RunTracking | None = None,
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.task = task
         self.on_eval = on_eval  # sees each evaluation's row once written, and the task root
+        self.tracking = tracking  # gets each progress and evaluation row once written
         self.started_at = started_at
         self.logger = make_logger(task)
         self.tb = SummaryWriter(log_dir=str(task.logs))
@@ -212,6 +215,8 @@ class Recorder:
         self.eval_history.append({k: row[k] for k in EVAL_FIELDS if k in row})
         self.eval_csv.writerow(row)
         self.eval_file.flush()
+        if self.tracking is not None:
+            self.tracking.log_metrics("eval", self.eval_history[-1])
         for key in ("return_mean", "return_std", "return_min", "return_max", "length_mean"):
             if key in row:
                 self.tb.add_scalar(f"eval/{key}", row[key], result.env_steps)
@@ -279,15 +284,16 @@ class Recorder:
             refresh=False,
         )
         self.bar.update(max(advance, 0))
-        self.progress_csv.writerow(
-            {
-                "wall_time_s": round(self.elapsed(), 3),
-                **counters,
-                "env_steps_per_s": round(self.rates["env_steps_per_s"], 1),
-                "updates_per_s": round(self.rates["updates_per_s"], 1),
-                "limit": limit,
-            }
-        )
+        row = {
+            "wall_time_s": round(self.elapsed(), 3),
+            **counters,
+            "env_steps_per_s": round(self.rates["env_steps_per_s"], 1),
+            "updates_per_s": round(self.rates["updates_per_s"], 1),
+            "limit": limit,
+        }
+        self.progress_csv.writerow(row)
+        if self.tracking is not None:
+            self.tracking.log_metrics("progress", {k: row[k] for k in PROGRESS_FIELDS})
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.task.results / "summary.json"

@@ -50,11 +50,13 @@ from joyrl_ray.run.figures import save_reward_figures
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.run.summary import PlaneStats, build_summary
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
+from joyrl_ray.run.tracking import RunTracking, start_tracking
 from joyrl_ray.run.video import record_video
 from joyrl_ray.wire.handles import RoleError
 from joyrl_ray.wire.messages import Counters, Placement
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 
 
 @dataclass
@@ -152,9 +154,27 @@ def run(
             cfg.general.tasks_dir, cfg.general.mode, cfg.env.id, cfg.general.algo_name
         )
         (task.root / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        return _run_in(
-            cfg, flow, task, start, spaces, requests, started_at, announce, session, on_eval
-        )
+        # general_cfg.tracking: each tracker in a thread of its own, never holding the run up
+        tracking = start_tracking(cfg, task, start.source if start.resume else None)
+        try:
+            result = _run_in(
+                cfg,
+                flow,
+                task,
+                start,
+                spaces,
+                requests,
+                started_at,
+                announce,
+                session,
+                on_eval,
+                tracking,
+            )
+        except BaseException:
+            tracking.finish(EXIT_FAILED)
+            raise
+        tracking.finish(result.exit_code)  # after the summary's last write (teardown time)
+        return result
     finally:
         thaw_heap()  # the roles froze what they started with (freeze_startup_heap)
         if session is not None:
@@ -196,7 +216,8 @@ def _run_in(
     started_at: float,
     announce: Callable[[RunResult], None] | None,
     session: RaySession | None,
-    on_eval: Callable[[dict[str, Any], Path], None] | None = None,
+    on_eval: Callable[[dict[str, Any], Path], None] | None,
+    tracking: RunTracking,
 ) -> RunResult:
     general = cfg.general
     train = general.mode == "train"
@@ -217,6 +238,7 @@ def _run_in(
         n_learners=general.n_learners if train else 0,
         update_unit=flow.update_unit,
         on_eval=on_eval,
+        tracking=tracking,
     )
     try:
         recorder.log(

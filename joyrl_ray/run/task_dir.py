@@ -15,6 +15,11 @@ class TaskDir:
     root: Path
 
     @property
+    def logger_name(self) -> str:
+        """The run's logger (``logs/log.txt``), by its name in :mod:`logging`."""
+        return f"joyrl_ray.{self.root.name}"
+
+    @property
     def models(self) -> Path:
         return self.root / "models"
 
