@@ -50,6 +50,20 @@ class SquashedGaussianActor(nn.Module):
         return torch.tanh(u), log_prob
 
 
+class GreedySquashedGaussian(nn.Module):
+    """``tanh(mean)`` (the greedy normalised action), the mean and the clamped log-std (an
+    exported SAC policy, before the action is scaled to the env's bounds)."""
+
+    def __init__(self, actor: SquashedGaussianActor) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        mean, log_std = self.actor.net(obs).chunk(2, dim=-1)
+        log_std = log_std.clamp(self.actor.log_std_min, self.actor.log_std_max)
+        return torch.tanh(mean), mean, log_std
+
+
 class SACPolicy(ContinuousPolicy):
     """Acting with a squashed Gaussian on a bounded 1-D Box action space."""
 
@@ -64,6 +78,11 @@ class SACPolicy(ContinuousPolicy):
             ).to(self.device)
         normalised, _ = self.actor(obs, noise, deterministic=not explore)
         return normalised.cpu().numpy()
+
+    def greedy_head(self) -> tuple[nn.Module, tuple[str, ...]]:
+        """The Gaussian's ``mean`` and ``log_std`` ``[B, D]``, before the tanh squash."""
+        assert isinstance(self.actor, SquashedGaussianActor)
+        return GreedySquashedGaussian(self.actor), ("mean", "log_std")
 
 
 class SAC(TwinCriticAlgorithm):
