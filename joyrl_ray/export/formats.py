@@ -1,0 +1,101 @@
+"""The file formats: how an :class:`~algos.export.ActingGraph` is written, and how the
+written file is run again for the check (by the runtime a user of that format would use).
+
+ONNX goes through ``torch.onnx.export`` with ``dynamo=True`` (``torch.export``, then
+onnxscript's translation; the older TorchScript-based exporter is deprecated), the batch
+axis of every input and output dynamic; the check runs the file in ONNX Runtime.
+TorchScript goes through ``torch.jit.trace`` (the graphs have no data-dependent branch) and
+``torch.jit.save``; the check runs ``torch.jit.load``. ONNX needs the optional extra
+(``requirements-export.txt``); TorchScript needs torch alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import logging
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from algos.export import ActingGraph
+
+FORMATS = ("onnx", "torchscript")
+SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
+ONNX_MODULES = ("onnx", "onnxruntime", "onnxscript")
+INSTALL_LINE = "pip install -r requirements-export.txt"
+
+#: Runs an exported file: the inputs (numpy, in the graph's order) to its outputs, in order.
+Runner = Callable[[list[np.ndarray]], list[np.ndarray]]
+
+
+def missing_modules(fmt: str) -> list[str]:
+    """The modules of the optional extra that ``fmt`` needs and this Python lacks."""
+    if fmt != "onnx":
+        return []
+    return [name for name in ONNX_MODULES if importlib.util.find_spec(name) is None]
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The exporters' progress prints, warnings and log lines kept out of the command's
+    output (one line); a failure still raises."""
+    loggers = [logging.getLogger(name) for name in ("torch.onnx", "torch.export", "onnxscript")]
+    levels = [logger.level for logger in loggers]
+    try:
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def write(fmt: str, graph: ActingGraph, path: Path) -> None:
+    """Write ``graph`` to ``path`` in format ``fmt``."""
+    with _quiet(), torch.no_grad():
+        if fmt == "onnx":
+            batch = torch.export.Dim("batch")
+            torch.onnx.export(
+                graph.module,
+                graph.sample,
+                str(path),
+                input_names=list(graph.inputs),
+                output_names=list(graph.outputs),
+                dynamo=True,
+                external_data=False,
+                verbose=False,
+                dynamic_shapes=tuple({0: batch} for _ in graph.inputs),
+            )
+        else:
+            traced = torch.jit.trace(graph.module, graph.sample)
+            torch.jit.save(traced, str(path))
+
+
+def load(fmt: str, path: Path, graph: ActingGraph) -> Runner:
+    """A function running the file at ``path`` as a user of the format would."""
+    if fmt == "onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+        def run_onnx(inputs: list[np.ndarray]) -> list[np.ndarray]:
+            feeds = dict(zip(graph.inputs, inputs, strict=True))
+            return [np.asarray(x) for x in session.run(list(graph.outputs), feeds)]
+
+        return run_onnx
+
+    module = torch.jit.load(str(path))
+
+    def run_torchscript(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        with torch.no_grad():
+            outputs = module(*(torch.from_numpy(x) for x in inputs))
+        return [x.numpy() for x in outputs]
+
+    return run_torchscript
