@@ -8,7 +8,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from joyrl_ray.export.source import CHECKPOINT_HINT, ExportError
 from joyrl_ray.general_config import GeneralConfig
@@ -120,22 +120,15 @@ def export(args: argparse.Namespace) -> str:
 
 def describe(graph: ActingGraph) -> str:
     """``inputs obs[batch,4] float32; outputs action[batch] int64, ...``."""
-    import torch
+    from joyrl_ray.export.formats import signature
 
-    with torch.no_grad():
-        outputs = graph.module(*graph.sample)
-
-    def shown(names: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> str:
+    def shown(entries: list[dict[str, Any]]) -> str:
         return ", ".join(
-            f"{name}[{','.join(['batch', *map(str, t.shape[1:])])}] "
-            f"{str(t.dtype).removeprefix('torch.')}"
-            for name, t in zip(names, tensors, strict=True)
+            f"{e['name']}[{','.join(map(str, e['shape']))}] {e['dtype']}" for e in entries
         )
 
-    return (
-        f"inputs {shown(graph.inputs, graph.sample)}; "
-        f"outputs {shown(graph.outputs, tuple(outputs))}"
-    )
+    found = signature(graph)
+    return f"inputs {shown(found['inputs'])}; outputs {shown(found['outputs'])}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,6 +30,8 @@ FORMATS = ("onnx", "torchscript")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
 ONNX_MODULES = ("onnx", "onnxruntime", "onnxscript")
 INSTALL_LINE = "pip install -r requirements-export.txt"
+#: The file inside a TorchScript export that names its inputs and outputs (JSON).
+SIGNATURE_FILE = "signature.json"
 
 #: Runs an exported file: the inputs (numpy, in the graph's order) to its outputs, in order.
 Runner = Callable[[list[np.ndarray]], list[np.ndarray]]
@@ -57,8 +61,30 @@ def _quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
+def signature(graph: ActingGraph) -> dict[str, list[dict[str, Any]]]:
+    """Each input and output: its name, shape (``"batch"`` first) and dtype."""
+    with torch.no_grad():
+        outputs = graph.module(*graph.sample)
+
+    def entries(names: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": name,
+                "shape": ["batch", *(int(n) for n in tensor.shape[1:])],
+                "dtype": str(tensor.dtype).removeprefix("torch."),
+            }
+            for name, tensor in zip(names, tensors, strict=True)
+        ]
+
+    return {
+        "inputs": entries(graph.inputs, graph.sample),
+        "outputs": entries(graph.outputs, tuple(outputs)),
+    }
+
+
 def write(fmt: str, graph: ActingGraph, path: Path) -> None:
-    """Write ``graph`` to ``path`` in format ``fmt``."""
+    """Write ``graph`` to ``path`` in format ``fmt`` (a TorchScript file carries its
+    :func:`signature` as ``SIGNATURE_FILE``, which ``torch.jit.load`` reads back)."""
     with _quiet(), torch.no_grad():
         if fmt == "onnx":
             batch = torch.export.Dim("batch")
@@ -75,7 +101,8 @@ def write(fmt: str, graph: ActingGraph, path: Path) -> None:
             )
         else:
             traced = torch.jit.trace(graph.module, graph.sample)
-            torch.jit.save(traced, str(path))
+            extra = {SIGNATURE_FILE: json.dumps(signature(graph))}
+            torch.jit.save(traced, str(path), _extra_files=extra)
 
 
 def load(fmt: str, path: Path, graph: ActingGraph) -> Runner:
