@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from joyrl_ray.export.source import CHECKPOINT_HINT, ExportError
+from joyrl_ray.export.inputs import (
+    CHECKPOINT_HINT,
+    SUFFIXES,
+    ExportError,
+    check_checkpoint,
+    check_format,
+    find_task,
+)
 from joyrl_ray.general_config import GeneralConfig
 
 if TYPE_CHECKING:
@@ -55,30 +62,32 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_out(out: Path, force: bool) -> None:
+    """Refuse to write over a folder, or over a file unless ``force``."""
+    if out.is_dir():
+        raise ExportError(f"--out {out} is a folder; allowed: a file path")
+    if out.exists() and not force:
+        raise ExportError(f"--out {out} exists; allowed: another --out, or --force to replace it")
+
+
 def export(args: argparse.Namespace) -> str:
     """Write and check the file; the line that says what was written."""
-    from joyrl_ray.export.formats import FORMATS, INSTALL_LINE, SUFFIXES, missing_modules
-
     fmt = args.format
-    if fmt not in FORMATS:
-        raise ExportError(f"--format {fmt!r} is not a format; allowed: {', '.join(FORMATS)}")
-    missing = missing_modules(fmt)
-    if missing:
-        raise ExportError(
-            f"--format {fmt} needs {', '.join(missing)} (the optional export extra): {INSTALL_LINE}"
-        )
+    check_format(fmt)
+    task = find_task(args.task, args.tasks_dir)
+    check_checkpoint(task, args.checkpoint)
+    if args.out:
+        check_out(Path(args.out), args.force)
 
     from algos.export import NotExportable
     from joyrl_ray.export import check, formats
     from joyrl_ray.export.source import load_source
 
-    source = load_source(args.task, args.tasks_dir, args.checkpoint)
-    default = source.task / "exported" / f"policy_{source.checkpoint.stem}{SUFFIXES[fmt]}"
-    out = Path(args.out) if args.out else default
-    if out.is_dir():
-        raise ExportError(f"--out {out} is a folder; allowed: a file path")
-    if out.exists() and not args.force:
-        raise ExportError(f"--out {out} exists; allowed: another --out, or --force to replace it")
+    source = load_source(task, args.checkpoint)
+    out = Path(
+        args.out or source.task / "exported" / f"policy_{source.checkpoint.stem}{SUFFIXES[fmt]}"
+    )
+    check_out(out, args.force)
     try:
         graph = source.policy.acting_graph()
     except NotExportable as exc:

@@ -12,7 +12,6 @@ TorchScript goes through ``torch.jit.trace`` (the graphs have no data-dependent 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import logging
@@ -26,22 +25,11 @@ import torch
 
 from algos.export import ActingGraph
 
-FORMATS = ("onnx", "torchscript")
-SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
-ONNX_MODULES = ("onnx", "onnxruntime", "onnxscript")
-INSTALL_LINE = "pip install -r requirements-export.txt"
 #: The file inside a TorchScript export that names its inputs and outputs (JSON).
 SIGNATURE_FILE = "signature.json"
 
 #: Runs an exported file: the inputs (numpy, in the graph's order) to its outputs, in order.
 Runner = Callable[[list[np.ndarray]], list[np.ndarray]]
-
-
-def missing_modules(fmt: str) -> list[str]:
-    """The modules of the optional extra that ``fmt`` needs and this Python lacks."""
-    if fmt != "onnx":
-        return []
-    return [name for name in ONNX_MODULES if importlib.util.find_spec(name) is None]
 
 
 @contextlib.contextmanager

@@ -1,8 +1,5 @@
 """What an export starts from: a task directory, its config and a checkpoint, loaded into
-the acting policy the run trained (as test mode loads it), on the CPU.
-
-Every refusal here is an :class:`ExportError`, whose message is the one line shown.
-"""
+the acting policy the run trained (as test mode loads it), on the CPU."""
 
 from __future__ import annotations
 
@@ -16,14 +13,8 @@ import gymnasium as gym
 from algos import get_algorithm
 from algos.base import Policy
 from joyrl_ray.config import ConfigError, RunConfig, load_config
+from joyrl_ray.export.inputs import ExportError
 from joyrl_ray.run.checkpoint import CheckpointError, find_checkpoint
-
-TASK_HINT = "a task directory written by a train run (holding config.yaml and models/)"
-CHECKPOINT_HINT = "best (best.pt, else the last), last, or an update number"
-
-
-class ExportError(ValueError):
-    """Bad input for the export; the message is the one line shown."""
 
 
 @dataclass
@@ -44,51 +35,10 @@ class Source:
         return make_env(env_cfg, max_episode_steps=self.cfg.general.max_step)
 
 
-def find_task(task: str, tasks_dir: str) -> Path:
-    """``task`` as a task directory: a name under ``tasks_dir`` or a path."""
-    candidates = [Path(tasks_dir) / task, Path(task)]
-    for candidate in candidates:
-        if (candidate / "models").is_dir() and (candidate / "config.yaml").is_file():
-            return candidate
-    for candidate in candidates:
-        if candidate.is_dir():
-            return _not_a_task(task, candidate)
-    raise ExportError(
-        f"{task}: no such task directory under {tasks_dir}/ or at that path; allowed: {TASK_HINT}"
-    )
-
-
-def _not_a_task(task: str, folder: Path) -> Path:
-    lacks = [name for name in ("config.yaml", "models/") if not (folder / name).exists()]
-    raise ExportError(f"{task}: {folder} has no {' or '.join(lacks)}; allowed: {TASK_HINT}")
-
-
-def checkpoint_names(models: Path) -> list[str]:
-    """The checkpoints in ``models``: named ones (best, last) first, then by update."""
-    names = [p.stem for p in models.glob("*.pt")]
-    numbered = sorted((n for n in names if n.isdigit()), key=int)
-    return sorted(n for n in names if not n.isdigit()) + numbered
-
-
-def load_source(task_name: str, tasks_dir: str, checkpoint: str) -> Source:
-    """The task's acting policy with ``checkpoint``'s weights (see :data:`CHECKPOINT_HINT`)."""
-    if not (checkpoint in ("best", "last") or checkpoint.isdigit()):
-        raise ExportError(
-            f"--checkpoint {checkpoint!r} is not a checkpoint; allowed: {CHECKPOINT_HINT}"
-        )
-    task = find_task(task_name, tasks_dir)
-    models = task / "models"
-    available = checkpoint_names(models)
-    if not available:
-        raise ExportError(
-            f"{task}: {models} holds no checkpoint; allowed: {TASK_HINT} that "
-            "wrote one (every model_save_fre updates and at its end)"
-        )
-    if checkpoint.isdigit() and not (models / f"{int(checkpoint)}.pt").is_file():
-        raise ExportError(
-            f"--checkpoint {checkpoint}: {task} has no models/{int(checkpoint)}.pt"
-            f"; allowed: {', '.join(available)}"
-        )
+def load_source(task: Path, checkpoint: str) -> Source:
+    """The acting policy of ``task`` (checked by :func:`~joyrl_ray.export.inputs.find_task`)
+    with the weights of ``checkpoint`` (checked by
+    :func:`~joyrl_ray.export.inputs.check_checkpoint`)."""
     try:
         found = find_checkpoint(task, checkpoint)
         cfg = RunConfig.from_omegaconf(load_config(str(task / "config.yaml"), []))
