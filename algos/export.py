@@ -16,6 +16,7 @@ zeros at an episode's start, and returns the memory after the step the same way.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -38,7 +39,8 @@ class NotExportable(ValueError):
 @dataclass(frozen=True)
 class ActingGraph:
     """``module(*inputs)`` returns the tensors named ``outputs``, in order (its ``forward``
-    has one positional parameter per input).
+    has one positional parameter per input). It holds a copy of the policy's modules, in
+    eval mode.
 
     ``inputs`` is ``obs`` then a recurrent policy's ``state_in_<name>``; ``outputs`` starts
     with ``action`` and ends with the ``state_out_<name>`` of each state in. ``sample`` is
@@ -111,7 +113,8 @@ def build_graph(
     if memory is not None:
         names = memory_names(memory)
         state = tuple(torch.zeros(SAMPLE_BATCH, memory.hidden) for _ in names)
-    module = _GRAPHS[len(names)](observation, head).eval()
+    # A copy: the graph is put in eval mode and traced without touching the policy's modules.
+    module = _GRAPHS[len(names)](copy.deepcopy(observation), copy.deepcopy(head)).eval()
     return ActingGraph(
         module,
         ("obs", *(f"state_in_{n}" for n in names)),
@@ -132,7 +135,10 @@ def observation_dtype(space: gym.Space) -> torch.dtype:
 
 
 def sample_observations(space: gym.Space, batch: int) -> torch.Tensor:
-    """``batch`` observations of ``space`` as the graph takes them."""
+    """``batch`` observations of ``space`` as the graph takes them (drawn from a seeded
+    copy of it, so the space's own random numbers stay as they were)."""
+    space = copy.deepcopy(space)
+    space.seed(0)
     rows = np.stack([space.sample() for _ in range(batch)])
     return torch.as_tensor(rows).to(observation_dtype(space))
 

@@ -92,7 +92,7 @@ class GreedyActor(nn.Module):
         shape = (-1, *actor.action_shape)
         if isinstance(dist, GaussianDist):
             assert self.clip is not None
-            return (self.clip(dist.mean).reshape(shape), dist.mean, dist.log_std, *memory)
+            return (self.clip(dist.mean.reshape(shape)), dist.mean, dist.log_std, *memory)
         if isinstance(dist, MultiCategoricalDist):
             logits = [part.logits for part in dist.parts]
             modes = torch.stack([x.argmax(dim=-1) for x in logits], dim=-1)

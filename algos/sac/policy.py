@@ -34,11 +34,15 @@ class SquashedGaussianActor(nn.Module):
         self.net = build_network(cfg.actor_layers, (obs_dim,), 2 * action_dim)
         self.log_std_min, self.log_std_max = float(cfg.log_std_min), float(cfg.log_std_max)
 
+    def gaussian(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean and the clamped log-std of ``u``."""
+        mean, log_std = self.net(obs).chunk(2, dim=-1)
+        return mean, log_std.clamp(self.log_std_min, self.log_std_max)
+
     def forward(
         self, obs: torch.Tensor, noise: torch.Tensor | None = None, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, log_std = self.net(obs).chunk(2, dim=-1)
-        log_std = log_std.clamp(self.log_std_min, self.log_std_max)
+        mean, log_std = self.gaussian(obs)
         if deterministic:
             u = mean
         else:
@@ -59,8 +63,7 @@ class GreedySquashedGaussian(nn.Module):
         self.actor = actor
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        mean, log_std = self.actor.net(obs).chunk(2, dim=-1)
-        log_std = log_std.clamp(self.actor.log_std_min, self.actor.log_std_max)
+        mean, log_std = self.actor.gaussian(obs)
         return torch.tanh(mean), mean, log_std
 
 

@@ -39,7 +39,6 @@ class CheckResult:
     """How the file's actions compare with torch's."""
 
     steps: int
-    mismatched: int
     max_diff: float
     exact: bool  # integer actions: compared for equality
     detail: str = ""  # the first mismatch, or a shape / dtype that differs
@@ -107,7 +106,7 @@ def compare(got: np.ndarray, expected: np.ndarray) -> CheckResult:
             f"every observation (actions {got.dtype}{list(got.shape)} where torch gives "
             f"{expected.dtype}{list(expected.shape)})"
         )
-        return CheckResult(steps, steps, float("nan"), exact, detail)
+        return CheckResult(steps, float("nan"), exact, detail)
     rows = got.reshape(steps, -1)
     want = expected.reshape(steps, -1)
     if exact:
@@ -124,4 +123,4 @@ def compare(got: np.ndarray, expected: np.ndarray) -> CheckResult:
             f"{int(bad.sum())} of {steps} observations (the first at step {first}: "
             f"{rows[first].tolist()} where torch gives {want[first].tolist()}{tolerance})"
         )
-    return CheckResult(steps, int(bad.sum()), diff, exact, detail)
+    return CheckResult(steps, diff, exact, detail)

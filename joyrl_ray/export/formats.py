@@ -25,6 +25,8 @@ import torch
 
 from algos.export import ActingGraph
 
+#: The ONNX opset of the files (torch 2.13's default; ONNX Runtime runs it from 1.18 on).
+ONNX_OPSET = 20
 #: The file inside a TorchScript export that names its inputs and outputs (JSON).
 SIGNATURE_FILE = "signature.json"
 
@@ -83,6 +85,7 @@ def write(fmt: str, graph: ActingGraph, path: Path) -> None:
                 input_names=list(graph.inputs),
                 output_names=list(graph.outputs),
                 dynamo=True,
+                opset_version=ONNX_OPSET,
                 external_data=False,
                 verbose=False,
                 dynamic_shapes=tuple({0: batch} for _ in graph.inputs),

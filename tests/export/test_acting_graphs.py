@@ -55,6 +55,8 @@ class Case:
     @property
     def id(self) -> str:
         what = [self.algo, type(self.action_space).__name__]
+        if isinstance(self.action_space, gym.spaces.Box) and len(self.action_space.shape) > 1:
+            what[-1] += "x".join(map(str, self.action_space.shape))
         if self.obs_space is not FLAT:
             what.append(f"{type(self.obs_space).__name__}-{self.obs_space.dtype}-obs")
         return "-".join([*what, *([self.memory] if self.memory else [])])
@@ -76,6 +78,7 @@ CASES += [
     Case("PPO", ACTION_SPACES[gym.spaces.Discrete], algo_cfg={"actor_layers": LSTM}),
     Case("PPO", ACTION_SPACES[gym.spaces.Box], algo_cfg={"actor_layers": GRU}),
     Case("R2D2", ACTION_SPACES[gym.spaces.Discrete], algo_cfg={"value_layers": GRU}),
+    Case("PPO", gym.spaces.Box(np.full((2, 3), 0.1, np.float32), np.full((2, 3), 0.5, np.float32))),
     Case("DQN", gym.spaces.Discrete(2), obs_space=gym.spaces.Discrete(5, start=2)),
     Case("PPO", gym.spaces.Discrete(2), obs_space=gym.spaces.MultiDiscrete([3, 2])),
     Case("DQN", gym.spaces.Discrete(2), obs_space=gym.spaces.Box(0, 255, (6,), np.uint8)),
