@@ -23,6 +23,9 @@ batches are n-step folded by the worker: ``rewards`` is the discounted n-step su
 
 Every gradient step goes through :meth:`Algorithm.optimize`, the one place where gradients
 are averaged over data-parallel learners and clipped.
+
+For use outside joyrl-ray, a policy returns its greedy acting as one torch module
+(:meth:`Policy.acting_graph`, see :mod:`algos.export`), which the runtime traces to a file.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from algos.export import ActingGraph, NotExportable, observation_encoder
 from algos.observations import ObservationInput, to_tensor  # noqa: F401 (algorithms import it here)
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
@@ -161,6 +165,23 @@ class Policy(ABC):
         """Load only the acting modules from an :meth:`Algorithm.state_dict` (test mode)."""
         for name, module in self.acting_modules().items():
             module.load_state_dict(state[name])
+
+    # ----- export (acting outside joyrl-ray) -----
+    def observation_module(self) -> nn.Module:
+        """The env's observations to the networks' input, as a module: what
+        :meth:`obs_tensor` does, and the first module of every :meth:`acting_graph`.
+
+        The one place where an observation normalizer folds into exported policies: a
+        policy that normalizes its observations puts that step here, before the encoding.
+        """
+        return observation_encoder(self.inputs)
+
+    def acting_graph(self) -> ActingGraph:
+        """The greedy policy as one module (:class:`~algos.export.ActingGraph`): ``obs`` (and
+        a recurrent policy's state) in; ``action`` as :meth:`env_action` of ``act(obs,
+        explore=False)`` gives it, the algorithm's named outputs and the new state out.
+        Raises :class:`~algos.export.NotExportable` saying why it cannot."""
+        raise NotExportable(f"{type(self).__name__} does not define acting_graph")
 
 
 class Algorithm(ABC):

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from algos.base import Algorithm, Policy, adam, to_tensor
+from algos.export import ActingGraph, BoxScale, build_graph
 from algos.networks import build_network
 from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
@@ -123,6 +124,19 @@ class ContinuousPolicy(Policy):
     def act_normalised(self, obs: torch.Tensor, explore: bool) -> np.ndarray:
         """Normalised actions for a batch of observations (with exploration noise if asked)."""
 
+    @abstractmethod
+    def greedy_head(self) -> tuple[nn.Module, tuple[str, ...]]:
+        """A module mapping observations to the greedy normalised action ``[B, D]`` and any
+        named outputs after it, and those outputs' names."""
+
+    def acting_graph(self) -> ActingGraph:
+        """``action`` ``[B, D]``: the greedy action scaled to the Box's bounds, then the
+        outputs of :meth:`greedy_head`."""
+        head, named = self.greedy_head()
+        scaled = _ScaledFirst(head, BoxScale(self.action_space))
+        outputs = ("action", *named)
+        return build_graph(self.observation_module(), scaled, outputs, self.obs_space)
+
     def acting_modules(self) -> dict[str, nn.Module]:
         return {"actor": self.actor}
 
@@ -132,6 +146,19 @@ class ContinuousPolicy(Policy):
             return self.scaler.uniform(self.rng, len(obs)), {}
         normalised = self.act_normalised(self.obs_tensor(obs, torch.float32), explore)
         return self.scaler.to_env(normalised), {}
+
+
+class _ScaledFirst(nn.Module):
+    """``head``'s outputs with the first (a normalised action) scaled to the env's bounds."""
+
+    def __init__(self, head: nn.Module, scale: BoxScale) -> None:
+        super().__init__()
+        self.head = head
+        self.scale = scale
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        normalised, *rest = self.head(obs)
+        return (self.scale(normalised), *rest)
 
 
 class TwinCriticAlgorithm(Algorithm):

@@ -5,8 +5,16 @@ test holds it to that), and the modules at this root are what every layer shares
 ``config`` (python defaults < yaml < ``key=value``, checked), ``general_config`` (the
 ``general_cfg`` schema), ``data_needs`` (what an algorithm asks of the data path),
 ``batch`` (columns of numpy arrays), ``normalization`` (running observation and return
-statistics, merged across workers), ``seeding``, ``heap``; ``export_minari`` is a command.
+statistics, merged across workers), ``seeding``, ``heap``.
 
+``export/``, ``export_minari``
+    Commands on a finished task directory: ``python -m joyrl_ray.export`` writes a trained
+    policy's greedy acting as one ONNX or TorchScript file (the algorithm builds the graph,
+    the command traces it) and checks the file's actions against torch's;
+    ``python -m joyrl_ray.export_minari`` turns collected trajectories into a Minari dataset.
+``sweep/``
+    Sweeps under Ray Tune (``main.py --sweep``): each trial one ordinary run in its own
+    placement group; the sweep directory, its results and the best trial's config.
 ``run/``
     The driver side: the CLI, the runner (checks, task directory, the run), the driver
     loop, modes (train, test, resume), the recorder (logs, csv, tensorboard, progress),

@@ -640,6 +640,108 @@ RAY_CASES = [
 ]
 
 
+# ----- python -m joyrl_ray.export: refused before torch loads, so each runs as a subprocess -----
+
+
+def export_task(files: Path, *checkpoints: str) -> Path:
+    """A task directory as far as the export reads it before loading anything: config.yaml
+    and models/ with the named checkpoint files (empty: never read before the refusal)."""
+    task = files / "Train_CartPole-v1_DQN"
+    (task / "models").mkdir(parents=True)
+    (task / "config.yaml").write_text("general_cfg: {algo_name: DQN}\n")
+    for name in checkpoints:
+        (task / "models" / f"{name}.pt").write_bytes(b"")
+    return task
+
+
+def exporting(
+    *args: str, checkpoints: tuple[str, ...] = ("last", "50")
+) -> Callable[[Path], list[str]]:
+    """The export's arguments after a task directory holding ``checkpoints``."""
+    return lambda files: [str(export_task(files, *checkpoints)), *args]
+
+
+def existing_out(files: Path) -> list[str]:
+    out = files / "policy.onnx"
+    out.write_bytes(b"someone's file")
+    return [str(export_task(files, "last")), "--format", "torchscript", "--out", str(out)]
+
+
+EXPORT_CASES = [
+    Case(
+        "export_bad_task_path",
+        fixed("no/such/task", "--format", "onnx"),
+        r"no/such/task: no such task directory",
+        r"allowed: a task directory written by a train run",
+    ),
+    Case(
+        "export_folder_not_a_task",
+        lambda files: [str(files), "--format", "onnx"],
+        r"has no config\.yaml or models/",
+        r"allowed: a task directory written by a train run",
+    ),
+    Case(
+        "export_unknown_format",
+        exporting("--format", "tflite"),
+        r"--format 'tflite' is not a format",
+        r"allowed: onnx, torchscript",
+    ),
+    Case(
+        "export_without_format",
+        exporting(),
+        r"arguments are required: --format",
+        r"usage: python -m joyrl_ray\.export <task> --format onnx\|torchscript",
+    ),
+    Case(
+        "export_unknown_checkpoint_name",
+        exporting("--format", "torchscript", "--checkpoint", "newest"),
+        r"--checkpoint 'newest' is not a checkpoint",
+        r"allowed: best .*, last, or an update number",
+    ),
+    Case(
+        "export_update_without_checkpoint",
+        exporting("--format", "torchscript", "--checkpoint", "7"),
+        r"--checkpoint 7: .* has no models/7\.pt",
+        r"allowed: last, 50",
+    ),
+    Case(
+        "export_task_without_checkpoint",
+        exporting("--format", "torchscript", checkpoints=()),
+        r"models holds no checkpoint",
+        r"allowed: a task directory written by a train run .*that wrote one",
+    ),
+    Case(
+        "export_existing_out",
+        existing_out,
+        r"--out .*policy\.onnx exists",
+        r"allowed: another --out, or --force to replace it",
+    ),
+]
+
+
+def run_export_case(
+    case: Case, root: Path, hidden: tuple[str, ...] = ()
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``python -m joyrl_ray.export`` with the case's arguments, ``hidden`` modules made
+    unimportable (as if not installed)."""
+    files, tasks = root / case.id / "files", root / case.id / "tasks"
+    files.mkdir(parents=True)
+    argv = [*case.argv(files), "--tasks-dir", str(tasks)]
+    code = (
+        "import runpy, sys\n"
+        f"sys.modules.update(dict.fromkeys({list(hidden)!r}))\n"
+        f"sys.argv = ['joyrl_ray.export', *{argv!r}]\n"
+        "try:\n"
+        "    runpy.run_module('joyrl_ray.export', run_name='__main__', alter_sys=True)\n"
+        "finally:\n"
+        "    print('torch loaded' if 'torch' in sys.modules else 'torch not loaded')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    return result, tasks
+
+
 def case_argv(case: Case, root: Path) -> tuple[list[str], Path]:
     files, tasks = root / case.id / "files", root / case.id / "tasks"
     files.mkdir(parents=True)
@@ -704,7 +806,7 @@ def check_refused(case: Case, result: subprocess.CompletedProcess[str], tasks: P
 
 def test_every_case_has_its_own_id():
     """The quick cases' outcomes are looked up by id: a repeated id would check one twice."""
-    ids = [c.id for c in CASES + SUBPROCESS_CASES + RAY_CASES]
+    ids = [c.id for c in CASES + SUBPROCESS_CASES + RAY_CASES + EXPORT_CASES]
     assert len(set(ids)) == len(ids), sorted(i for i in ids if ids.count(i) > 1)
 
 
@@ -726,6 +828,24 @@ def test_requests_no_node_can_hold_are_refused_before_any_actor_starts(
 ) -> None:
     """Against the session's Ray (2 CPUs, no GPU, no custom resource), which the run borrows."""
     check_refused(case, *run_case_in_process(case, tmp_path))
+
+
+@pytest.mark.parametrize("case", EXPORT_CASES, ids=[c.id for c in EXPORT_CASES])
+def test_bad_input_is_refused_in_one_line_by_the_export(case: Case, tmp_path: Path) -> None:
+    """Refused before torch loads (a second or more of imports)."""
+    result, tasks = run_export_case(case, tmp_path)
+    check_refused(case, result, tasks)
+    assert result.stdout.strip() == "torch not loaded", result.stdout
+
+
+def test_onnx_export_without_the_extra_names_the_install_line(tmp_path: Path) -> None:
+    case = Case(
+        "export_onnx_without_the_extra",
+        exporting("--format", "onnx"),
+        r"--format onnx needs onnxruntime, onnxscript \(the optional export extra\)",
+        r"pip install -r requirements-export\.txt",
+    )
+    check_refused(case, *run_export_case(case, tmp_path, hidden=("onnxruntime", "onnxscript")))
 
 
 def test_a_config_error_is_refused_before_torch_or_ray_is_imported() -> None:

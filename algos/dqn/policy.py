@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
+from algos.export import ActingGraph, build_graph
 from algos.networks import build_network, output_dim, soft_update
 from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
@@ -45,6 +46,18 @@ class DuelingQNetwork(nn.Module):
         features = self.trunk(obs)
         advantage = self.advantage(features)
         return self.value(features) + advantage - advantage.mean(dim=-1, keepdim=True)
+
+
+class GreedyQ(nn.Module):
+    """The greedy action of a Q network and its Q values (an exported DQN policy)."""
+
+    def __init__(self, q_net: nn.Module) -> None:
+        super().__init__()
+        self.q_net = q_net
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q = self.q_net(obs)
+        return q.argmax(dim=-1), q
 
 
 class DQNPolicy(Policy):
@@ -82,6 +95,11 @@ class DQNPolicy(Policy):
             random_rows = self.rng.random(len(actions)) < self.epsilon(env_steps)
             actions[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
         return actions, {}
+
+    def acting_graph(self) -> ActingGraph:
+        """``action`` ``[B]`` int64 (the greedy one) and ``q_values`` ``[B, n]``."""
+        head = GreedyQ(self.q_net)
+        return build_graph(self.observation_module(), head, ("action", "q_values"), self.obs_space)
 
 
 class DQN(Algorithm):

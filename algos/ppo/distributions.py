@@ -132,7 +132,9 @@ class Actor(nn.Module):
 
     @property
     def memory_net(self) -> RecurrentNetwork:
-        assert isinstance(self.net, RecurrentNetwork)
+        # AttributeError, so that hasattr() (as torch.jit.trace asks of every attribute) is False
+        if not isinstance(self.net, RecurrentNetwork):
+            raise AttributeError("a feed-forward actor has no memory_net")
         return self.net
 
     def forward(self, obs: torch.Tensor) -> Dist:

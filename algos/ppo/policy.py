@@ -18,8 +18,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
+from algos.export import ActingGraph, BoxClip, build_graph, join_memory, split_memory
 from algos.networks import build_network
-from algos.ppo.distributions import Actor, Dist, init_orthogonal
+from algos.ppo.distributions import (
+    Actor,
+    Dist,
+    GaussianDist,
+    MultiCategoricalDist,
+    init_orthogonal,
+)
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
 from algos.recurrent import MEMORY, episode_starts, from_sequences, to_sequences
@@ -63,6 +70,34 @@ class SequenceInputs(NamedTuple):
     obs: torch.Tensor
     memory: torch.Tensor | None
     starts: torch.Tensor | None
+
+
+class GreedyActor(nn.Module):
+    """The actor's mode, in the env's action space, and its distribution's parameters (an
+    exported PPO policy); a recurrent actor's memory in and out as separate states."""
+
+    def __init__(self, actor: Actor, action_space: gym.Space) -> None:
+        super().__init__()
+        self.actor = actor
+        self.clip = BoxClip(action_space) if isinstance(action_space, gym.spaces.Box) else None
+
+    def forward(self, obs: torch.Tensor, *states: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        actor = self.actor
+        memory: tuple[torch.Tensor, ...] = ()
+        if actor.recurrent:
+            dist, new_memory = actor.step(obs, join_memory(states))
+            memory = split_memory(new_memory)
+        else:
+            dist = actor(obs)
+        shape = (-1, *actor.action_shape)
+        if isinstance(dist, GaussianDist):
+            assert self.clip is not None
+            return (self.clip(dist.mean.reshape(shape)), dist.mean, dist.log_std, *memory)
+        if isinstance(dist, MultiCategoricalDist):
+            logits = [part.logits for part in dist.parts]
+            modes = torch.stack([x.argmax(dim=-1) for x in logits], dim=-1)
+            return (modes.reshape(shape), torch.cat(logits, dim=-1), *memory)
+        return (dist.logits.argmax(dim=-1), dist.logits, *memory)
 
 
 class PPOPolicy(Policy):
@@ -109,6 +144,20 @@ class PPOPolicy(Policy):
         if isinstance(self.action_space, gym.spaces.Box):
             return np.clip(actions, self.action_space.low, self.action_space.high)
         return actions
+
+    def acting_graph(self) -> ActingGraph:
+        """``action`` (the distribution's mode, clipped to a Box's bounds) and the
+        distribution's parameters: ``logits`` ``[B, n]`` (log-probabilities; a
+        MultiDiscrete space's components side by side) or a Box's ``mean`` and ``log_std``
+        ``[B, D]`` (before clipping). A recurrent actor's memory: ``state_in_h`` (and an
+        LSTM's ``state_in_c``) ``[B, hidden]`` in, zeros at an episode's start;
+        ``state_out_*`` out."""
+        gaussian = isinstance(self.action_space, gym.spaces.Box)
+        params = ("mean", "log_std") if gaussian else ("logits",)
+        memory = self.actor.memory_net if self.actor.recurrent else None
+        head = GreedyActor(self.actor, self.action_space)
+        outputs = ("action", *params)
+        return build_graph(self.observation_module(), head, outputs, self.obs_space, memory)
 
     def exploration_stats(self, env_steps: int) -> dict[str, float]:
         if self.actor.kind == "gaussian" and not self.actor.state_dependent_std:

@@ -26,6 +26,7 @@ from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.dqn.policy import epsilon_at
+from algos.export import ActingGraph, build_graph, join_memory, split_memory
 from algos.networks import soft_update
 from algos.r2d2.targets import nstep_targets, sequence_priorities
 from algos.recurrent import MEMORY, RecurrentNetwork
@@ -39,6 +40,19 @@ from joyrl_ray.batch import (
     WEIGHTS,
     Batch,
 )
+
+
+class RecurrentGreedyQ(nn.Module):
+    """One step of a recurrent Q network: the greedy action, the Q values and the memory
+    after the step, as separate states (an exported R2D2 policy)."""
+
+    def __init__(self, q_net: RecurrentNetwork) -> None:
+        super().__init__()
+        self.q_net = q_net
+
+    def forward(self, obs: torch.Tensor, *states: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        q, _, memory = self.q_net.step(obs, join_memory(states))
+        return (q.argmax(dim=-1), q, *split_memory(memory))
 
 
 class R2D2Policy(Policy):
@@ -82,6 +96,14 @@ class R2D2Policy(Policy):
     def episodes_ended(self, done: np.ndarray) -> None:
         if self.memory is not None and np.any(done):
             self.memory[torch.as_tensor(np.asarray(done, dtype=bool), device=self.device)] = 0.0
+
+    def acting_graph(self) -> ActingGraph:
+        """``action`` ``[B]`` int64 (the greedy one), ``q_values`` ``[B, n]`` and the memory:
+        ``state_in_h`` (and an LSTM's ``state_in_c``) ``[B, hidden]`` in, zeros at an
+        episode's start; ``state_out_*`` out."""
+        head = RecurrentGreedyQ(self.q_net)
+        outputs = ("action", "q_values")
+        return build_graph(self.observation_module(), head, outputs, self.obs_space, self.q_net)
 
 
 def _time_major(column: np.ndarray) -> np.ndarray:

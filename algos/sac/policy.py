@@ -34,11 +34,15 @@ class SquashedGaussianActor(nn.Module):
         self.net = build_network(cfg.actor_layers, (obs_dim,), 2 * action_dim)
         self.log_std_min, self.log_std_max = float(cfg.log_std_min), float(cfg.log_std_max)
 
+    def gaussian(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean and the clamped log-std of ``u``."""
+        mean, log_std = self.net(obs).chunk(2, dim=-1)
+        return mean, log_std.clamp(self.log_std_min, self.log_std_max)
+
     def forward(
         self, obs: torch.Tensor, noise: torch.Tensor | None = None, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, log_std = self.net(obs).chunk(2, dim=-1)
-        log_std = log_std.clamp(self.log_std_min, self.log_std_max)
+        mean, log_std = self.gaussian(obs)
         if deterministic:
             u = mean
         else:
@@ -48,6 +52,19 @@ class SquashedGaussianActor(nn.Module):
         # log |d tanh(u) / du| = log(1 - tanh(u)^2), written stably
         log_prob = log_prob - (2.0 * (LOG2 - u - F.softplus(-2.0 * u))).sum(-1)
         return torch.tanh(u), log_prob
+
+
+class GreedySquashedGaussian(nn.Module):
+    """``tanh(mean)`` (the greedy normalised action), the mean and the clamped log-std (an
+    exported SAC policy, before the action is scaled to the env's bounds)."""
+
+    def __init__(self, actor: SquashedGaussianActor) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        mean, log_std = self.actor.gaussian(obs)
+        return torch.tanh(mean), mean, log_std
 
 
 class SACPolicy(ContinuousPolicy):
@@ -64,6 +81,11 @@ class SACPolicy(ContinuousPolicy):
             ).to(self.device)
         normalised, _ = self.actor(obs, noise, deterministic=not explore)
         return normalised.cpu().numpy()
+
+    def greedy_head(self) -> tuple[nn.Module, tuple[str, ...]]:
+        """The Gaussian's ``mean`` and ``log_std`` ``[B, D]``, before the tanh squash."""
+        assert isinstance(self.actor, SquashedGaussianActor)
+        return GreedySquashedGaussian(self.actor), ("mean", "log_std")
 
 
 class SAC(TwinCriticAlgorithm):

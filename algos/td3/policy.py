@@ -21,6 +21,17 @@ from algos.networks import build_network, soft_update
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, Batch
 
 
+class _Single(nn.Module):
+    """A module's one output as a tuple of one."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.module(obs),)
+
+
 class TD3Policy(ContinuousPolicy):
     """Acting with a deterministic actor plus Gaussian exploration noise."""
 
@@ -35,6 +46,10 @@ class TD3Policy(ContinuousPolicy):
             noise = self.cfg.expl_noise * self.rng.standard_normal(normalised.shape)
             normalised = np.clip(normalised + noise, -1.0, 1.0)
         return normalised
+
+    def greedy_head(self) -> tuple[nn.Module, tuple[str, ...]]:
+        """The deterministic actor: the action alone."""
+        return _Single(self.actor), ()
 
 
 class TD3(TwinCriticAlgorithm):

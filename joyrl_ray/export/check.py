@@ -1,0 +1,126 @@
+"""The check of an exported file: does it act as the torch policy does?
+
+The torch policy acts greedily in the run's env for :data:`CHECK_STEPS` steps (as test mode
+acts: ``act(explore=False)``, then ``env_action``); the observations and its actions are
+recorded. The file then replays the observations: a feed-forward policy in one batch, a
+recurrent one step by step with its own state (zeros where an episode starts). Integer
+actions must be equal; float actions equal within :data:`RTOL` and :data:`ATOL` (what
+float32 rounding of the same operations in another runtime leaves, with room to spare).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from algos.base import Policy
+from algos.export import ActingGraph
+from joyrl_ray.export.formats import Runner
+
+CHECK_STEPS = 1000
+CHECK_SEED = 0
+RTOL, ATOL = 1e-5, 1e-5
+
+
+@dataclass
+class Recording:
+    """``steps`` observations (as the graph takes them), the torch policy's env actions for
+    them, and where an episode starts (``[steps]``, True at a step after a reset)."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    starts: np.ndarray
+
+
+@dataclass
+class CheckResult:
+    """How the file's actions compare with torch's."""
+
+    steps: int
+    max_diff: float
+    exact: bool  # integer actions: compared for equality
+    detail: str = ""  # the first mismatch, or a shape / dtype that differs
+
+    @property
+    def passed(self) -> bool:
+        return not self.detail
+
+    def describe(self) -> str:
+        if self.exact:
+            return f"{self.steps} observations, actions equal to torch's"
+        return (
+            f"{self.steps} observations, actions allclose to torch's (rtol {RTOL:g}, atol "
+            f"{ATOL:g}; max |diff| {self.max_diff:.2g})"
+        )
+
+    def failure(self) -> str:
+        return f"the exported actions differ from torch's on {self.detail}"
+
+
+def record(policy: Policy, env: gym.Env, graph: ActingGraph, steps: int = CHECK_STEPS) -> Recording:
+    """Act greedily with the torch policy for ``steps`` env steps, resetting at episode ends."""
+    dtype = graph.sample[0].numpy().dtype
+    policy.seed(CHECK_SEED)
+    obs, _ = env.reset(seed=CHECK_SEED)
+    policy.reset_memory(1)
+    observations, actions, starts = [], [], []
+    start = True
+    for _ in range(steps):
+        observations.append(np.asarray(obs).astype(dtype))
+        starts.append(start)
+        action, _ = policy.act(np.asarray(obs)[None], explore=False, env_steps=0)
+        env_action = policy.env_action(action)[0]
+        actions.append(env_action)
+        obs, _, terminated, truncated, _ = env.step(env_action)
+        start = bool(terminated or truncated)
+        if start:
+            obs, _ = env.reset()
+            policy.reset_memory(1)
+    return Recording(np.stack(observations), np.stack(actions), np.asarray(starts))
+
+
+def replay(run: Runner, graph: ActingGraph, recording: Recording) -> np.ndarray:
+    """The file's actions for the recorded observations."""
+    if not graph.states:
+        return run([recording.obs])[0]
+    actions = []
+    initial = [s.numpy() for s in graph.initial_state(1)]
+    state = initial
+    for obs, start in zip(recording.obs, recording.starts, strict=True):
+        if start:
+            state = initial
+        outputs = run([obs[None], *state])
+        actions.append(outputs[0][0])
+        state = outputs[len(outputs) - len(graph.states) :]
+    return np.stack(actions)
+
+
+def compare(got: np.ndarray, expected: np.ndarray) -> CheckResult:
+    """The file's actions ``got`` against torch's ``expected``."""
+    steps = len(expected)
+    exact = bool(np.issubdtype(expected.dtype, np.integer))
+    if got.shape != expected.shape or got.dtype.kind != expected.dtype.kind:
+        detail = (
+            f"every observation (actions {got.dtype}{list(got.shape)} where torch gives "
+            f"{expected.dtype}{list(expected.shape)})"
+        )
+        return CheckResult(steps, float("nan"), exact, detail)
+    rows = got.reshape(steps, -1)
+    want = expected.reshape(steps, -1)
+    if exact:
+        bad = np.any(rows != want, axis=1)
+        diff = float(np.abs(rows - want).max()) if rows.size else 0.0
+    else:
+        bad = ~np.all(np.isclose(rows, want, rtol=RTOL, atol=ATOL), axis=1)
+        diff = float(np.abs(rows.astype(np.float64) - want).max()) if rows.size else 0.0
+    detail = ""
+    if bad.any():
+        first = int(np.argmax(bad))
+        tolerance = "" if exact else f", rtol {RTOL:g}, atol {ATOL:g}"
+        detail = (
+            f"{int(bad.sum())} of {steps} observations (the first at step {first}: "
+            f"{rows[first].tolist()} where torch gives {want[first].tolist()}{tolerance})"
+        )
+    return CheckResult(steps, diff, exact, detail)
