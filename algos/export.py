@@ -123,6 +123,33 @@ def build_graph(
     )
 
 
+def with_normalized_observations(
+    graph: ActingGraph, mean: np.ndarray, std: np.ndarray, clip: float
+) -> ActingGraph:
+    """``graph`` taking the env's raw observations: ``clip((obs - mean) / std, -clip, clip)``
+    first, the frozen statistics a run trained with (``env_cfg.normalize_obs``), then the
+    graph's own observation module."""
+    module = copy.deepcopy(graph.module)
+    module.observation = nn.Sequential(ObservationNormalizer(mean, std, clip), module.observation)
+    return ActingGraph(module.eval(), graph.inputs, graph.outputs, graph.sample)
+
+
+class ObservationNormalizer(nn.Module):
+    """Observations standardized by frozen statistics and clipped, in float32."""
+
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    def __init__(self, mean: np.ndarray, std: np.ndarray, clip: float) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(np.asarray(mean, np.float32)))
+        self.register_buffer("std", torch.as_tensor(np.asarray(std, np.float32)))
+        self.clip = float(clip)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
+
+
 # ----- observations -----
 def observation_dtype(space: gym.Space) -> torch.dtype:
     """The graph's ``obs`` dtype: uint8 for uint8 images (scaled inside), int64 for

@@ -20,7 +20,8 @@ Where the statistics live and how they travel:
   merged (nothing counted twice, nothing lost); an older version never replaces a newer;
 - checkpoints hold them (:meth:`NormStats.to_checkpoint`), a resumed run starts from
   them, and the evaluator and test mode use a checkpoint's statistics without updating
-  them. :func:`obs_transform` gives an exporter the frozen ``(mean, std, clip)``.
+  them. :func:`obs_transform` gives an exporter the frozen ``(mean, std, clip)``, which
+  ``python -m joyrl_ray.export`` folds into the exported file.
 
 :class:`RunningMeanStd` merges by Chan et al.'s parallel algorithm (1979), so merged
 statistics equal one pass over all the data, whatever the order or the split; float64
@@ -232,14 +233,15 @@ class FrozenObsNorm:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         return normalize_obs(obs, self.stats, self.settings)
 
+    def transform(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(mean, std, clip)`` as float32: ``clip((obs - mean) / std, -clip, clip)``."""
+        std = self.stats.std(self.settings.epsilon)
+        return self.stats.mean.astype(np.float32), std.astype(np.float32), self.settings.clip_obs
+
 
 def obs_transform(checkpoint: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float] | None:
     """A checkpoint's frozen observation normalization as ``(mean, std, clip)``, float32:
     ``clip((obs - mean) / std, -clip, clip)`` is what the policy was trained on. None when
     the run did not normalize observations (an exporter folds this into its graph)."""
-    state = checkpoint.get(CHECKPOINT_KEY)
-    if not state or state.get("obs") is None:
-        return None
-    stats = RunningMeanStd.from_state(state["obs"])
-    std = stats.std(float(state["epsilon"]))
-    return stats.mean.astype(np.float32), std.astype(np.float32), float(state["clip_obs"])
+    frozen = FrozenObsNorm.of(checkpoint.get(CHECKPOINT_KEY))
+    return frozen.transform() if frozen is not None else None

@@ -79,7 +79,7 @@ def export(args: argparse.Namespace) -> str:
     if args.out:
         check_out(Path(args.out), args.force)
 
-    from algos.export import NotExportable
+    from algos.export import NotExportable, with_normalized_observations
     from joyrl_ray.export import check, formats
     from joyrl_ray.export.source import load_source
 
@@ -92,10 +92,14 @@ def export(args: argparse.Namespace) -> str:
         graph = source.policy.acting_graph()
     except NotExportable as exc:
         raise ExportError(f"{source.cfg.general.algo_name}: {exc}") from None
+    notes = list(source.notes)
+    if source.obs_norm is not None:  # the run's frozen statistics go into the file
+        graph = with_normalized_observations(graph, *source.obs_norm.transform())
+        notes.append(f"obs normalized inside, {source.obs_norm.stats.count:.0f} observations")
 
     env = source.make_env()
     try:
-        recording = check.record(source.policy, env, graph)
+        recording = check.record(source.policy, env, graph, policy_input=source.policy_input)
     finally:
         env.close()
 
@@ -120,7 +124,7 @@ def export(args: argparse.Namespace) -> str:
     finally:
         tmp.unlink(missing_ok=True)
     loaded = source.checkpoint.relative_to(source.task).as_posix()
-    note = f"; {'; '.join(source.notes)}" if source.notes else ""
+    note = f"; {'; '.join(notes)}" if notes else ""
     return (
         f"exported {out} ({fmt}, from {loaded}{note}): {describe(graph)}; "
         f"check: {result.describe()}"

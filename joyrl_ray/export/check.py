@@ -10,6 +10,7 @@ float32 rounding of the same operations in another runtime leaves, with room to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -59,8 +60,17 @@ class CheckResult:
         return f"the exported actions differ from torch's on {self.detail}"
 
 
-def record(policy: Policy, env: gym.Env, graph: ActingGraph, steps: int = CHECK_STEPS) -> Recording:
-    """Act greedily with the torch policy for ``steps`` env steps, resetting at episode ends."""
+def record(
+    policy: Policy,
+    env: gym.Env,
+    graph: ActingGraph,
+    steps: int = CHECK_STEPS,
+    policy_input: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> Recording:
+    """Act greedily with the torch policy for ``steps`` env steps, resetting at episode ends.
+
+    The env's observations are recorded (what the file takes); the policy acts on
+    ``policy_input`` of them (the run's frozen normalization, which the file folds in)."""
     dtype = graph.sample[0].numpy().dtype
     policy.seed(CHECK_SEED)
     obs, _ = env.reset(seed=CHECK_SEED)
@@ -70,7 +80,10 @@ def record(policy: Policy, env: gym.Env, graph: ActingGraph, steps: int = CHECK_
     for _ in range(steps):
         observations.append(np.asarray(obs).astype(dtype))
         starts.append(start)
-        action, _ = policy.act(np.asarray(obs)[None], explore=False, env_steps=0)
+        seen = np.asarray(obs)[None]
+        if policy_input is not None:
+            seen = policy_input(seen)
+        action, _ = policy.act(seen, explore=False, env_steps=0)
         env_action = policy.env_action(action)[0]
         actions.append(env_action)
         obs, _, terminated, truncated, _ = env.step(env_action)

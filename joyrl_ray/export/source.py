@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from algos import get_algorithm
 from algos.base import Policy
 from joyrl_ray.config import ConfigError, RunConfig, load_config
 from joyrl_ray.export.inputs import ExportError
+from joyrl_ray.normalization import CHECKPOINT_KEY, FrozenObsNorm
 from joyrl_ray.run.checkpoint import CheckpointError, find_checkpoint
 
 
@@ -26,6 +28,8 @@ class Source:
     cfg: RunConfig
     policy: Policy
     notes: list[str] = field(default_factory=list)  # fallbacks taken (no best.pt, ...)
+    # The checkpoint's frozen observation statistics (``env_cfg.normalize_obs``), or None.
+    obs_norm: FrozenObsNorm | None = None
 
     def make_env(self) -> gym.Env:
         """One env as the run built it (its wrappers and time limit), without rendering."""
@@ -33,6 +37,10 @@ class Source:
 
         env_cfg = dataclasses.replace(self.cfg.env, render_mode=None)
         return make_env(env_cfg, max_episode_steps=self.cfg.general.max_step)
+
+    def policy_input(self, obs: np.ndarray) -> np.ndarray:
+        """What the policy acts on for the env's ``obs``: normalized as the run did."""
+        return obs if self.obs_norm is None else self.obs_norm(obs)
 
 
 def load_source(task: Path, checkpoint: str) -> Source:
@@ -53,7 +61,7 @@ def load_source(task: Path, checkpoint: str) -> Source:
     policy = _load_policy(cfg, state, found.path)
     # find_checkpoint's notes name the folder, which the output line names already
     notes = ["no best.pt" if note.startswith("no best.pt") else note for note in found.notes]
-    return Source(task, found.path, cfg, policy, notes)
+    return Source(task, found.path, cfg, policy, notes, FrozenObsNorm.of(state.get(CHECKPOINT_KEY)))
 
 
 def _load_policy(cfg: RunConfig, state: dict[str, Any], path: Path) -> Policy:

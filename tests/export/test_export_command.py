@@ -1,5 +1,6 @@
 """``python -m joyrl_ray.export`` on tiny real training runs: DQN on CartPole (Discrete),
-PPO on Pendulum (Box, clipped), SAC on Pendulum (Box, scaled from ``[-1, 1]``).
+PPO on Pendulum (Box, clipped; observations normalized, ``env_cfg.normalize_obs``: the file
+takes the env's raw observations), SAC on Pendulum (Box, scaled from ``[-1, 1]``).
 
 Each run is a few hundred env steps in one process (learning quality does not matter).
 Each is exported to ONNX and to TorchScript by the real command, the six commands side by
@@ -84,9 +85,10 @@ RUNS = {
             "algo_cfg.n_epochs=1",
             f"algo_cfg.actor_layers={TINY}",
             f"algo_cfg.critic_layers={TINY}",
+            "env_cfg.normalize_obs=true",
         ),
         "best",
-        "models/last.pt; no best.pt",
+        "models/last.pt; no best.pt; obs normalized inside, ",
         ("mean", "log_std"),
         str(ROOT / "configs" / "pendulum_ppo.yaml"),
     ),
@@ -158,14 +160,15 @@ def exports(
 
 def greedy_episodes(task: Path, checkpoint: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """``steps`` observations of the task's env and the torch policy's env actions for them,
-    acting as test mode does."""
+    acting as test mode does (on observations normalized as the run normalized them)."""
     source = load_source(task, checkpoint)
     policy, env = source.policy, source.make_env()
     observations, actions = [], []
     obs, _ = env.reset(seed=SEED)
     policy.reset_memory(1)
     for _ in range(steps):
-        action = policy.env_action(policy.act(obs[None], explore=False, env_steps=0)[0])[0]
+        seen = source.policy_input(obs[None])
+        action = policy.env_action(policy.act(seen, explore=False, env_steps=0)[0])[0]
         observations.append(obs)
         actions.append(action)
         obs, _, terminated, truncated, _ = env.step(action)
@@ -206,7 +209,8 @@ def test_the_exported_file_acts_as_the_torch_policy(
     assert done.stderr == "", done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1, done.stdout
-    assert lines[0].startswith(f"exported {out} ({fmt}, from {trained.loaded}): inputs obs["), lines
+    assert lines[0].startswith(f"exported {out} ({fmt}, from {trained.loaded}"), lines
+    assert "): inputs obs[" in lines[0], lines
     assert re.search(r"; check: 1000 observations, actions (equal|allclose) to torch's", lines[0])
 
     obs, expected = greedy_episodes(tasks[algo], trained.checkpoint, STEPS)
