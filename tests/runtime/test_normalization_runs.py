@@ -129,3 +129,18 @@ def test_ray_backend_merges_the_deltas_of_both_workers(tmp_path: Path) -> None:
     # what a worker saw after its last report is the unsynced tail.
     assert collected <= norm["obs_count"] <= collected + 2 * 2
     assert norm["reward_count"] == collected
+
+
+def test_a_seeded_normalized_run_in_one_process_is_reproducible(
+    trained: RunResult, tmp_path: Path
+) -> None:
+    """The same seed again, observations and rewards normalized: the statistics travel in
+    call order, so the weights, the statistics and the evaluations come out the same."""
+    again = short_run(tmp_path, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=2048")
+    first, second = trained.summary, again.summary
+    assert first["normalization"]["version"] > 0
+    assert second["normalization"] == first["normalization"]
+    assert second["learners"][0]["params_digest"] == first["learners"][0]["params_digest"]
+    returns = [(e["updates"], e["return_mean"]) for e in first["eval_history"]]
+    assert [(e["updates"], e["return_mean"]) for e in second["eval_history"]] == returns
+    assert returns and saved(again.task_dir) == saved(trained.task_dir)
