@@ -19,7 +19,8 @@ design (docs/faults.md), and the evaluator is a thread of the driver's process.
 
 An event counts as recovered once every role has as many live processes as before it
 (and, for a kill, a new process of the killed role exists); the time to recover is from
-the event to then, polled every half second.
+the event to then, polled every half second. Past the set time the run goes on while an
+event is still pending (90 s at most), so a kill just before the end is judged too.
 
 Per case, one line of figures; the last line is one JSON object:
 ``{"<case>": {"kills": {role: n}, "nodes_removed": n, "nodes_added": n, "recovered": n,
@@ -50,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 POLL_S = 0.5
 END_WAIT_S = 180.0  # after the SIGINT, how long the run gets to exit before it counts as hung
 START_WAIT_S = 300.0  # how long the first env step may take (actors start on a busy machine)
+RECOVERY_GRACE_S = 90.0  # past the set time, how long a pending recovery is waited for
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,11 @@ def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]
     end_at = stepping_at + args.minutes * 60
     plan = schedule(args.seed, end_at - chaos_at, args.kill_every)
     pending: list[Event] = []
-    while proc.poll() is None and time.monotonic() < end_at:
+    # Past the set time, the run goes on while an event is still being recovered from, up
+    # to RECOVERY_GRACE_S: a kill just before the end is judged on its recovery too.
+    while proc.poll() is None and (
+        time.monotonic() < end_at or (pending and time.monotonic() < end_at + RECOVERY_GRACE_S)
+    ):
         now = time.monotonic()
         while plan and now >= chaos_at + plan[0][0]:
             at, what = plan.pop(0)
