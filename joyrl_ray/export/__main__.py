@@ -97,11 +97,12 @@ def export(args: argparse.Namespace) -> str:
         graph = with_normalized_observations(graph, *source.obs_norm.transform())
         notes.append(f"obs normalized inside, {source.obs_norm.stats.count:.0f} observations")
 
-    env = source.make_env()
     try:
-        recording = check.record(source.policy, env, graph, policy_input=source.policy_input)
-    finally:
-        env.close()
+        recording = check.record(
+            source.policy, source.make_env, graph, policy_input=source.policy_input
+        )
+    except check.RecordingFailed as exc:
+        raise CheckFailed(f"{exc}; nothing written") from None
 
     out.parent.mkdir(parents=True, exist_ok=True)
     # Beside the target (the rename stays on one filesystem), under a name no one else

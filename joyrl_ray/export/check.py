@@ -60,9 +60,13 @@ class CheckResult:
         return f"the exported actions differ from torch's on {self.detail}"
 
 
+class RecordingFailed(RuntimeError):
+    """The env raised too often to record the check's observations; the message says so."""
+
+
 def record(
     policy: Policy,
-    env: gym.Env,
+    make_env: Callable[[], gym.Env],
     graph: ActingGraph,
     steps: int = CHECK_STEPS,
     policy_input: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -70,28 +74,85 @@ def record(
     """Act greedily with the torch policy for ``steps`` env steps, resetting at episode ends.
 
     The env's observations are recorded (what the file takes); the policy acts on
-    ``policy_input`` of them (the run's frozen normalization, which the file folds in)."""
+    ``policy_input`` of them (the run's frozen normalization, which the file folds in).
+    An env whose ``reset`` or ``step`` raises is rebuilt and a new episode starts, as the
+    online evaluator does: the steps before the error stay recorded (the file is checked
+    on observations, whole episodes or not). More than :data:`MAX_ENV_ERRORS` errors fail
+    the recording."""
     dtype = graph.sample[0].numpy().dtype
     policy.seed(CHECK_SEED)
-    obs, _ = env.reset(seed=CHECK_SEED)
-    policy.reset_memory(1)
+    episodes = _Episodes(make_env)
     observations, actions, starts = [], [], []
-    start = True
-    for _ in range(steps):
-        observations.append(np.asarray(obs).astype(dtype))
-        starts.append(start)
-        seen = np.asarray(obs)[None]
-        if policy_input is not None:
-            seen = policy_input(seen)
-        action, _ = policy.act(seen, explore=False, env_steps=0)
-        env_action = policy.env_action(action)[0]
-        actions.append(env_action)
-        obs, _, terminated, truncated, _ = env.step(env_action)
-        start = bool(terminated or truncated)
-        if start:
-            obs, _ = env.reset()
-            policy.reset_memory(1)
+    try:
+        obs = episodes.reset(seed=CHECK_SEED)
+        policy.reset_memory(1)
+        start = True
+        for _ in range(steps):
+            observations.append(np.asarray(obs).astype(dtype))
+            starts.append(start)
+            seen = np.asarray(obs)[None]
+            if policy_input is not None:
+                seen = policy_input(seen)
+            action, _ = policy.act(seen, explore=False, env_steps=0)
+            env_action = policy.env_action(action)[0]
+            actions.append(env_action)
+            stepped = episodes.step(env_action)
+            start = stepped is None
+            if stepped is None:
+                obs = episodes.reset()
+                policy.reset_memory(1)
+            else:
+                obs = stepped
+    finally:
+        episodes.close()
     return Recording(np.stack(observations), np.stack(actions), np.asarray(starts))
+
+
+MAX_ENV_ERRORS = CHECK_STEPS // 10  # env errors a recording tolerates (rebuilt after each)
+
+
+class _Episodes:
+    """The check's env: rebuilt after an error, which ends the episode."""
+
+    def __init__(self, make_env: Callable[[], gym.Env]) -> None:
+        self.make_env = make_env
+        self.env = make_env()
+        self.errors = 0
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """The first observation of a new episode; after an error, from the next seed (a
+        seed that fails to load would fail again)."""
+        while True:
+            try:
+                return self.env.reset(seed=seed)[0]
+            except Exception as exc:  # the user's env: any exception is its error
+                self._failed(exc)
+                seed = None if seed is None else seed + 1
+
+    def step(self, action: np.ndarray) -> np.ndarray | None:
+        """The next observation, or None where the episode ended (or the env raised)."""
+        try:
+            obs, _, terminated, truncated, _ = self.env.step(action)
+        except Exception as exc:
+            self._failed(exc)
+            return None
+        return None if terminated or truncated else obs
+
+    def _failed(self, exc: Exception) -> None:
+        self.errors += 1
+        if self.errors > MAX_ENV_ERRORS:
+            raise RecordingFailed(
+                f"the env raised {self.errors} times while the check recorded observations "
+                f"(more than {MAX_ENV_ERRORS}); the last: {type(exc).__name__}: {exc}"
+            ) from None
+        self.close()
+        self.env = self.make_env()
+
+    def close(self) -> None:
+        try:
+            self.env.close()
+        except Exception:  # a broken env may fail to close too
+            pass
 
 
 def replay(run: Runner, graph: ActingGraph, recording: Recording) -> np.ndarray:

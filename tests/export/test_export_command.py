@@ -325,3 +325,32 @@ def test_an_existing_file_is_replaced_only_with_force(
     assert forced.returncode == 0, forced.stderr
     assert torch.jit.load(str(out)) is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["policy.pt"]  # no temporary left
+
+
+def test_an_env_that_raises_during_the_check_is_rebuilt_and_the_export_is_kept(
+    tmp_path: Path,
+) -> None:
+    """The check's env fails to reset for its first seed and raises every 97th step: it is
+    rebuilt each time (as the online evaluator rebuilds one), the recording goes on, and the
+    file is written and checked on its 1000 observations."""
+    flaky = "tests.support.faulty_envs:FlakyEnv"
+    cfg = make_cfg(
+        tmp_path,
+        *QUICK,
+        "general_cfg.algo_name=DQN",
+        f"env_cfg.id={flaky}",
+        *RUNS["DQN"].overrides[1:],  # the DQN case's budget and network, on the flaky env
+    )
+    task = run(cfg).task_dir
+    out = tmp_path / "flaky.pt"
+    argv = [sys.executable, "-m", "joyrl_ray.export", str(task), "--format", "torchscript"]
+    done = subprocess.run(
+        [*argv, "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=EXPORT_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "check: 1000 observations, actions equal to torch's" in done.stdout, done.stdout
+    assert out.is_file()

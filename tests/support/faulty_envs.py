@@ -94,3 +94,19 @@ class FlakyResetEnv(CartPoleEnv):
         if seed is not None and seed % self.every == 0:
             raise RuntimeError(f"scene {seed} failed to load")
         return super().reset(seed=seed, options=options)
+
+
+class FlakyEnv(FlakyResetEnv):
+    """FlakyResetEnv whose ``step`` also raises on every ``step_every``-th step it takes: a
+    simulator that sometimes fails mid-episode, the same way in every process."""
+
+    def __init__(self, step_every: int = 97, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.step_every = step_every
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.steps % self.step_every == 0:
+            raise RuntimeError(f"physics step {self.steps} diverged")
+        return super().step(action)
