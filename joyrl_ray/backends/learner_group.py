@@ -4,10 +4,17 @@ The group owns its actors and their restarts: all ranks sit in one placement gro
 (reserved before any worker, so that workers cannot take its resources), start together
 (rank 0 names the address the group meets at), and are restarted together, from the
 driver's newest checkpoint, when any of them dies, up to ``max_learner_restarts`` times.
+
+The learners come first when the cluster shrinks: a group that cannot be placed again
+within ``ROOM_WAIT_S`` (its node was lost and the others are full, e.g. with workers Ray
+restarted there) asks for room (the runtime sheds a worker) and waits again, until it is
+placed, nothing is left to shed, or ``PLACEMENT_TIMEOUT_S`` passes.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from joyrl_ray.backends.placement import (
@@ -26,6 +33,7 @@ from joyrl_ray.roles.learner.source import LearnerLinks
 from joyrl_ray.wire.handles import Call, RayHandle, RoleDied
 
 PLACEMENT_TIMEOUT_S = 60.0
+ROOM_WAIT_S = 3.0  # a restarted group waits this long for its placement before asking for room
 NODE_DEATH_WAIT_S = 90.0  # Ray's node health checks: 5 misses, 3 s apart, 10 s timeouts
 RENDEZVOUS_TIMEOUT_S = 120.0
 
@@ -54,18 +62,18 @@ class LearnerGroup:
         self.restarts = 0
         self.actors: list[Any] = []
 
-    def create(self, start_state: bytes | None) -> None:
-        """The learner actors, in the group's placement group (RoleDied if it cannot be placed)."""
+    def create(
+        self, start_state: bytes | None, make_room: Callable[[], bool] | None = None
+    ) -> None:
+        """The learner actors, in the group's placement group (RoleDied if it cannot be
+        placed). ``make_room``: frees resources for the group (False when it cannot), asked
+        each ``ROOM_WAIT_S`` the group waits; only for a group of its own (a trial's group
+        holds its whole layout)."""
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         general = self.general
         self.generation += 1
-        ready, _ = self.ray.wait([self.group.ready()], timeout=PLACEMENT_TIMEOUT_S)
-        if not ready:
-            raise RoleDied(
-                f"the learners' placement group ({general.n_learners} x "
-                f"{self.request}) could not be placed within {PLACEMENT_TIMEOUT_S:g} s"
-            )
+        self._wait_placed(make_room if self.own_group else None)
         state_ref = self.ray.put(start_state) if start_state is not None else None
         options = actor_options(self.request)
         world = general.n_learners
@@ -91,6 +99,23 @@ class LearnerGroup:
             for rank in range(world)
         ]
 
+    def _wait_placed(self, make_room: Callable[[], bool] | None) -> None:
+        deadline = time.monotonic() + PLACEMENT_TIMEOUT_S
+        ready_ref = self.group.ready()
+        while True:
+            left = deadline - time.monotonic()
+            wait = min(left, ROOM_WAIT_S) if make_room is not None else left
+            ready, _ = self.ray.wait([ready_ref], timeout=max(wait, 0.0))
+            if ready:
+                return
+            if time.monotonic() >= deadline:
+                raise RoleDied(
+                    f"the learners' placement group ({self.general.n_learners} x "
+                    f"{self.request}) could not be placed within {PLACEMENT_TIMEOUT_S:g} s"
+                )
+            if make_room is not None and not make_room():
+                make_room = None  # nothing more to free: wait out the rest
+
     def run(self) -> list[Call[LearnerResult]]:
         """Start every rank's loop (rank 0 first names the address the group meets at);
         each rank's call, by rank."""
@@ -103,10 +128,13 @@ class LearnerGroup:
             address = clients[0].rendezvous().result(timeout_s=RENDEZVOUS_TIMEOUT_S)
         return [client.run(address) for client in clients]
 
-    def restart(self, why: str, events: RoleEvents) -> list[Call[LearnerResult]]:
+    def restart(
+        self, why: str, events: RoleEvents, make_room: Callable[[], bool] | None = None
+    ) -> list[Call[LearnerResult]]:
         """After a rank died: end the others and start the group again from the newest
-        checkpoint, within the restart budget; the new ranks' calls (none when it could
-        not restart: ``events`` then says why the run stops)."""
+        checkpoint, within the restart budget (``make_room``: see :meth:`create`); the new
+        ranks' calls (none when it could not restart: ``events`` then says why the run
+        stops)."""
         general = self.general
         wait_for_death(self.actors, NODE_DEATH_WAIT_S)  # a lost node: until Ray knows it
         for actor in self.actors:
@@ -126,7 +154,7 @@ class LearnerGroup:
             f"(restart {self.restarts} of {general.max_learner_restarts})"
         )
         try:
-            self.create(state)
+            self.create(state, make_room)
             return self.run()
         except RoleDied as exc:  # e.g. its pinned node was lost and no other node can hold it
             events.failure = f"the learner group could not be restarted: {exc}"

@@ -92,7 +92,7 @@ def alive_nodes() -> list[Node]:
     return nodes
 
 
-def _fits(request: dict[str, float], resources: dict[str, float]) -> bool:
+def fits(request: dict[str, float], resources: dict[str, float]) -> bool:
     return all(resources.get(k, 0.0) + 1e-9 >= v for k, v in request.items() if v > 0)
 
 
@@ -134,7 +134,7 @@ def check_fits(requests: Requests, nodes: list[Node]) -> None:
     if requests.learner is not None:
         roles.append(("learner", requests.learner, requests.n_learners))
     for role, request, _ in roles:
-        if not any(_fits(request, n.resources) for n in nodes):
+        if not any(fits(request, n.resources) for n in nodes):
             raise ClusterFitError(
                 f"each {role} asks for {_shown(request)}, which no node of the Ray cluster "
                 f"can hold: {_largest(nodes, request)}; adjust {HINTS[role]}"

@@ -108,7 +108,14 @@ class RayRuntime(Evaluations):
         for call, (role, _) in list(self.runs.items()):
             if role == "learner":
                 del self.runs[call]
-        self._submit("learner", self.learners.restart(why, events))
+
+        def make_room() -> bool:  # the learners come first, the workers last
+            return self.fleet.shed_one("the learner group", events, self.results)
+
+        self._submit("learner", self.learners.restart(why, events, make_room))
+        for call, (role, index) in list(self.runs.items()):
+            if role == "worker" and index in self.fleet.shed:  # killed: a new call if it returns
+                del self.runs[call]
         self.results.learner_restarts = self.learners.restarts
 
     def advance(self, timeout_s: float) -> RoleEvents:
@@ -148,6 +155,8 @@ class RayRuntime(Evaluations):
                 self.results.workers[index] = result
             else:
                 self.results.learners[index] = result
+        for index, call in self.fleet.bring_back(events, self.results).items():
+            self.runs[call] = ("worker", index)
         self.finished = not self.runs
         return events
 

@@ -69,6 +69,10 @@ class RoleResults:
     workers: dict[int, WorkerStats] = field(default_factory=dict)
     learners: dict[int, LearnerResult] = field(default_factory=dict)
     workers_dropped: list[int] = field(default_factory=list)
+    # workers stopped to make room for the learner group: worker id, when, node, steps lost
+    workers_shed: list[dict[str, Any]] = field(default_factory=list)
+    # shed workers started again once there was room: worker id, when
+    workers_returned: list[dict[str, Any]] = field(default_factory=list)
     steps_lost_with_workers: int = 0
     learner_restarts: int = 0
 

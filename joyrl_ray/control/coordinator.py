@@ -129,6 +129,8 @@ class Coordinator(WaitingRoom):
         # steps a worker holds back). Lost with the worker if it dies.
         self.owed: Counter[int] = Counter()
         self.registered: set[int] = set()
+        self.returning: set[int] = set()  # shed workers let back in, not registered yet
+        self.worker_ips: dict[int, str] = {}  # where each worker's newest process runs
         self.incarnations: Counter[int] = Counter()  # per worker: Ray's restarts of it
         self.gaps = ReportGaps()
         self.busy_s = 0.0
@@ -152,8 +154,13 @@ class Coordinator(WaitingRoom):
         """
         with self._cond:
             self.mail.placements.append(where)
+            self.worker_ips[worker_id] = where.ip
             self.last_push[worker_id] = time.monotonic()
-            if worker_id in self.registered:
+            if worker_id in self.returning:  # a shed worker's new process
+                self.returning.discard(worker_id)
+                self.mail.events.append(f"worker {worker_id} is back, on {where.ip}")
+                self.norm.restarted(worker_id)
+            elif worker_id in self.registered:
                 restarts = self.mail.worker_restarts
                 restarts[worker_id] += 1
                 lost = self._lose_worker_steps(worker_id)
@@ -273,6 +280,19 @@ class Coordinator(WaitingRoom):
             self._cond.notify_all()
             return lost
 
+    def shed_worker(self, worker_id: int) -> tuple[int, str | None]:
+        """A worker stopped to make room (see ``drop_worker``): the env steps lost with it,
+        and the ip it ran on."""
+        return self.drop_worker(worker_id), self.worker_ips.get(worker_id)
+
+    def readmit_worker(self, worker_id: int) -> None:
+        """A worker dropped earlier (shed) comes back as a new process: its reports count
+        again, and those of its earlier process that arrive late count as lost with it."""
+        with self._cond:
+            self.active_workers.add(worker_id)
+            self.incarnations[worker_id] += 1
+            self.returning.add(worker_id)
+
     def count_lost(self, shard: int, rows: int, line: str) -> None:
         """Rows a replay shard lost in flight (it died during their insert), for the log."""
         with self._cond:
@@ -287,6 +307,8 @@ class Coordinator(WaitingRoom):
         """A learner (re)starts from ``restored``: versions continue from the newest."""
         with self._cond:
             self.mail.placements.append(where)
+            if generation > 1:
+                self.mail.events.append(f"learner {rank} is running again on {where.ip}")
             if generation > self.learner_generation:
                 self.learner_generation = generation
                 self.counters.updates = restored.updates

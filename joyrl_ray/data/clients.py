@@ -89,6 +89,9 @@ class RolloutQueueClient(RoleClient):
     def drop_worker(self, worker_id: int) -> Call[None]:
         return self._call(RolloutQueue.drop_worker, worker_id)
 
+    def add_worker(self, worker_id: int) -> Call[None]:
+        return self._call(RolloutQueue.add_worker, worker_id)
+
     def request_stop(self, reason: str) -> Call[None]:
         return self._call(RolloutQueue.request_stop, reason)
 

@@ -148,6 +148,12 @@ class RolloutQueue(DataPlaneRole):
         ]
         return _Round(shares=shares)
 
+    def add_worker(self, worker_id: int) -> None:
+        """A dropped worker is back: iterations expect its rollouts again."""
+        with self._cond:
+            self.active_workers.add(worker_id)
+            self._cond.notify_all()
+
     def drop_worker(self, worker_id: int) -> None:
         """A worker is gone for good: iterations expect one rollout fewer."""
         with self._cond:

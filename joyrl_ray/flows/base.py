@@ -129,6 +129,10 @@ class DataPlane(ABC):
         """Worker ``worker_id`` is gone for good: nothing is to wait for it."""
         return None
 
+    def worker_returned(self, worker_id: int) -> None:
+        """Worker ``worker_id``, dropped earlier (shed), runs again: wait for it again."""
+        return None
+
     def lost(self) -> str | None:
         """Why the run cannot go on, when an actor that is not restarted died; else None."""
         return None

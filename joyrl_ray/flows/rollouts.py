@@ -84,6 +84,10 @@ class RolloutPlane(DataPlane):
         """The queue stops waiting for its rollouts."""
         self.queue.drop_worker(worker_id).result(30)
 
+    def worker_returned(self, worker_id: int) -> None:
+        """The queue waits for its rollouts again."""
+        self.queue.add_worker(worker_id).result(30)
+
     def lost(self) -> str | None:
         """Whether the rollout queue died (Ray does not restart it: the run stops, named so)."""
         try:
@@ -133,9 +137,7 @@ class RolloutSender(WorkerSender):
         the queue before the stop is, so both backends learn from the same rounds."""
         if payload.batch is None:
             return self.coordinator.report_worker(report, 0, known_version)
-        self.queue.push_rollout(worker_id, payload.version, payload.batch).result(
-            ROLLOUT_TIMEOUT_S
-        )
+        self.queue.push_rollout(worker_id, payload.version, payload.batch).result(ROLLOUT_TIMEOUT_S)
         return self.coordinator.report_worker(report, report.env_steps, known_version)
 
 

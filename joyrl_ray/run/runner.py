@@ -272,6 +272,23 @@ def _run_in(
         summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
+        summary["workers_shed"] = [  # stopped to make room for the learner group
+            {
+                "worker": shed["worker"],
+                "at_s": round(shed["at"] - started_at, 1),
+                "node": shed["node"],
+                "env_steps_lost": shed["lost"],
+            }
+            for shed in results.workers_shed
+        ]
+        summary["workers_returned"] = [  # shed workers started again once there was room
+            {
+                "worker": back["worker"],
+                "at_s": round(back["at"] - started_at, 1),
+                "node": getattr(outcome.placements.get(f"worker {back['worker']}"), "ip", None),
+            }
+            for back in results.workers_returned
+        ]
         if session is not None:  # the last Ray call was the one above
             session.begin_close()  # Ray stops while the summary and figures are written
         summary["nodes_lost"] = len(summary["placement"]["nodes_lost"])
@@ -378,5 +395,3 @@ def _plane_stats(driver: Driver, runtime: Runtime, recorder: Recorder) -> PlaneS
         recorder.log(f"the data plane's stats are missing: {exc}")
         data = None
     return PlaneStats(coordinator, data)
-
-

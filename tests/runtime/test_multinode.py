@@ -32,6 +32,7 @@ from packaging.version import Version
 
 from joyrl_ray.backends.ray_version import installed_ray
 from tests.support.cli_runs import LIGHT_LEARNING, TINY_DQN, config_path, step_latency
+from tests.support.cluster_runs import env_steps_past, in_log, read_text, wait_for
 from tests.support.clusters import JOB_ACTORS, RayNode, cluster_root, new_token, token_env
 from tests.support.procs import ROOT, TrackedRun, descendants, free_port, ray_procs, task_dirs
 from tests.support.runs import needs_extra
@@ -395,49 +396,14 @@ def test_a_sweep_attached_to_the_cluster_runs_its_trials_on_both_nodes(cluster, 
 # ----- losing the second node in the middle of a run (last: node 2 is gone after it) -----
 
 
-def _wait_for(run: TrackedRun, cluster: TwoNodes, tasks: Path, ready, what: str, timeout: float):
-    """What ``ready(task dir)`` returns once it is not None, while the run goes on."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.poll_tree()
-        cluster.track()
-        assert run.proc.poll() is None, f"main.py exited early\n{run.stderr[-3000:]}"
-        dirs = task_dirs(tasks)
-        if dirs and (found := ready(dirs[0])) is not None:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"no {what} within {timeout} s\n{run.stderr[-3000:]}")
-
-
-def _read(path: Path) -> str:
-    """The file's text, or "" while the run has not created it yet."""
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        return ""
-
-
 def _worker_on_node2(task: Path) -> int | None:
-    log = _read(task / "logs" / "log.txt")
+    log = read_text(task / "logs" / "log.txt")
     match = re.search(rf"cluster: .*; {re.escape(NODE2_IP)}: ([^;]*)", log)
     if match is None:
         return None
     workers = re.findall(r"worker (\d+)", match.group(1))
     assert workers, f"no worker spread to node 2: {match.group(0)}"
     return int(workers[0])
-
-
-def _found(task: Path, text: str) -> bool | None:
-    """True once the run's log holds ``text``."""
-    return True if text in _read(task / "logs" / "log.txt") else None
-
-
-def _env_steps_past(steps: int):
-    def ready(task: Path) -> bool | None:
-        rows = _read(task / "results" / "progress.csv").splitlines()
-        return True if len(rows) > 1 and int(rows[-1].split(",")[1]) >= steps else None
-
-    return ready
 
 
 #: The node-loss run's fixed length, and the env steps before node 2 is killed. It learns
@@ -476,12 +442,12 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
     )
     try:
         # Workers spread over the nodes by default: one of the two lands on node 2.
-        lost = _wait_for(run, cluster, tmp_path, _worker_on_node2, "cluster line", 240)
-        past = _env_steps_past(KILL_AFTER_STEPS)
-        _wait_for(run, cluster, tmp_path, past, f"{KILL_AFTER_STEPS} env steps", 240)
+        lost = wait_for(run, cluster, tmp_path, _worker_on_node2, "cluster line", 240)
+        past = env_steps_past(KILL_AFTER_STEPS)
+        wait_for(run, cluster, tmp_path, past, f"{KILL_AFTER_STEPS} env steps", 240)
         assert cluster.node2.kill() == {}
         restart = f"worker {lost} was restarted on "
-        _wait_for(run, cluster, tmp_path, lambda t: _found(t, restart), "worker restart", 240)
+        wait_for(run, cluster, tmp_path, in_log(restart), "worker restart", 240)
         code = run.wait(timeout=600)
         assert code == 0, run.stderr[-3000:]
     finally:

@@ -146,3 +146,25 @@ def test_once_the_coordinator_stops_answering_the_shard_acks_say_stop() -> None:
     shard.flush_reports(10.0)
     # Without the coordinator no stop would ever reach the workers: they stop here.
     assert shard.insert(0, rows(ROWS), None, WorkerReport(0, ROWS), 0).stop
+
+
+def test_a_shed_worker_that_comes_back_is_no_restart_and_its_late_reports_count_as_lost() -> None:
+    coordinator, shard = planes()
+    where = Placement("worker 1", "node", "127.0.0.2", 1)
+    assert coordinator.register_worker(1, where).incarnation == 0
+    # 35 steps, 32 rows (3 held back by the n-step fold); the report waits in the shard...
+    shard.insert(1, rows(ROWS), None, WorkerReport(1, ROWS + 3), 0)
+    # ...while the worker is shed to make room, then brought back as a new process.
+    assert coordinator.shed_worker(1) == (0, "127.0.0.2")
+    coordinator.readmit_worker(1)
+    again = Placement("worker 1", "node3", "127.0.0.3", 2)
+    assert coordinator.register_worker(1, again).incarnation == 1
+    assert shard.flush_reports(10.0)
+    shard.insert(1, rows(ROWS), None, WorkerReport(1, ROWS, incarnation=1), 0)
+    assert shard.flush_reports(10.0)
+    stats = coordinator.stats()
+    assert coordinator.mail.worker_restarts[1] == 0  # shed and back is not a restart
+    assert "worker 1 is back, on 127.0.0.3" in coordinator.mail.events
+    assert stats.transitions_dropped == {"lost_with_worker": 3}
+    assert stats.transitions_collected == shard.stats().transitions_stored + 3 == 2 * ROWS + 3
+    assert coordinator.counters.env_steps == 2 * ROWS + 3

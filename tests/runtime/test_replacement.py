@@ -1,0 +1,221 @@
+"""The learner group re-placed when its node is lost and the rest of the cluster is full:
+workers come last, so one is shed to make room, counted; a node that joins later takes
+the shed worker back, counted; and the run still learns.
+
+Two ``ray start`` nodes on this machine (tests/support/clusters.py): the head (2 CPUs, one
+``learner_slot``) and node 2 (1 CPU, one ``learner_slot``). The run is DQN on CartPole with
+2 workers of 1 CPU each and a learner of 1 CPU that needs a ``learner_slot``. While it
+starts, a detached actor of the test's holds the head's slot, so the learner goes to
+node 2 and the two workers fill the head. Once the run has a checkpoint the placeholder
+goes and node 2 is killed (SIGKILL, as a lost machine): the head is the learner's only
+home, and its CPUs are the workers'. Once the learner runs again, a third node (1 CPU)
+joins. Every env step also sleeps 4 ms, so that the run, on one worker, is still going
+when the third node is up.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runs import assert_accounting, config_path, step_latency, summary_of
+from tests.support.cluster_runs import in_log, read_text, wait_for
+from tests.support.clusters import RayNode, cluster_root, new_token, token_env
+from tests.support.procs import TrackedRun, free_port, task_dirs
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
+HEAD_IP, NODE2_IP, NODE3_IP = (
+    "127.0.0.1",
+    "127.0.0.2",
+    "127.0.0.3",
+)  # the head's roles may report the machine's ip
+PLACEHOLDER = "hold_the_heads_learner_slot"
+
+
+class SlotCluster:
+    def __init__(self) -> None:
+        self.root = cluster_root("jrr")
+        self.env = token_env(new_token(self.root))
+        self.port = free_port()
+        self.nodes: list[RayNode] = []  # each killed at the end
+
+    def start(self) -> None:
+        self.head = RayNode(
+            "head",
+            self.root,
+            [
+                "--head",
+                f"--node-ip-address={HEAD_IP}",
+                f"--port={self.port}",
+                f"--ray-client-server-port={free_port()}",
+                "--num-cpus=2",
+                '--resources={"head": 1, "learner_slot": 1}',
+                "--include-dashboard=false",
+            ],
+            self.env,
+        )
+        self.nodes.append(self.head)
+        self.head.wait_started()
+        self.node2 = RayNode(
+            "node2",
+            self.root,
+            [
+                f"--address={self.address}",
+                f"--node-ip-address={NODE2_IP}",
+                "--num-cpus=1",
+                '--resources={"node2": 1, "learner_slot": 1}',
+            ],
+            self.env,
+        )
+        self.nodes.append(self.node2)
+        self.node2.wait_started()
+
+    @property
+    def address(self) -> str:
+        return f"{HEAD_IP}:{self.port}"
+
+    def add_node3(self) -> None:
+        node3 = RayNode(
+            "node3",
+            self.root,
+            [f"--address={self.address}", f"--node-ip-address={NODE3_IP}", "--num-cpus=1"],
+            self.env,
+        )
+        self.nodes.append(node3)
+        node3.wait_started()
+
+    def track(self) -> None:
+        for node in self.nodes:
+            node.track()
+
+    def driver(self, code: str) -> None:
+        """Run ``code`` as a short Ray driver attached to the cluster."""
+        script = f"import ray\nray.init(address={self.address!r}, namespace='test')\n{code}"
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    def hold_the_heads_learner_slot(self) -> None:
+        self.driver(
+            "@ray.remote(num_cpus=0, resources={'head': 0.5, 'learner_slot': 1})\n"
+            "class Hold:\n"
+            "    def ready(self):\n"
+            "        return True\n"
+            f"hold = Hold.options(name={PLACEHOLDER!r}, lifetime='detached').remote()\n"
+            "ray.get(hold.ready.remote())\n"
+        )
+
+    def release_the_heads_learner_slot(self) -> None:
+        self.driver(f"ray.kill(ray.get_actor({PLACEHOLDER!r}))\n")
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            node.kill()
+            node.log.close()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    nodes = SlotCluster()
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.stop()
+        shutil.rmtree(nodes.root, ignore_errors=True)
+
+
+def _learner_on_node2(task: Path) -> bool | None:
+    log = read_text(task / "logs" / "log.txt")
+    match = re.search(rf"cluster: .*; {re.escape(NODE2_IP)}: ([^;\n]*)", log)
+    if match is None:
+        return None
+    assert "learner 0" in match.group(1) and "worker" not in match.group(1), match.group(0)
+    return True
+
+
+def _a_checkpoint(task: Path) -> bool | None:
+    return True if any((task / "models").glob("[0-9]*.pt")) else None
+
+
+BUDGET = 120_000  # env steps; the config solves CartPole in ~30k
+
+
+def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run_solves(
+    cluster: SlotCluster, tmp_path: Path
+) -> None:
+    cluster.hold_the_heads_learner_slot()
+    run = TrackedRun(
+        (
+            "--yaml",
+            config_path("cartpole_dqn"),
+            f"general_cfg.ray_address={cluster.address}",
+            f"general_cfg.tasks_dir={tmp_path}",
+            "general_cfg.progress=false",
+            "general_cfg.save_fig=false",
+            "general_cfg.seed=1",
+            "general_cfg.n_workers=2",
+            "general_cfg.worker_num_cpus=1",
+            "general_cfg.learner_num_cpus=1",
+            "general_cfg.learner_resources={learner_slot: 1}",
+            "general_cfg.first_checkpoint_s=5",
+            f"general_cfg.max_env_steps={BUDGET}",
+            "general_cfg.reward_threshold=475",
+            *step_latency(0.004),
+        ),
+        env=cluster.env,
+        log_dir=tmp_path,
+    )
+    try:
+        wait_for(run, cluster, tmp_path, _learner_on_node2, "cluster line", 300)
+        wait_for(run, cluster, tmp_path, _a_checkpoint, "checkpoint", 300)
+        cluster.release_the_heads_learner_slot()
+        killed_at = time.time()
+        cluster.node2.kill()
+        shed = "worker 1 shed to make room for the learner group"
+        wait_for(run, cluster, tmp_path, in_log(shed), "shed worker", 240)
+        restarted = "restarting the learner group from its last checkpoint"
+        wait_for(run, cluster, tmp_path, in_log(restarted), "learner restart", 60)
+        cluster.add_node3()
+        back = f"worker 1 is back, on {NODE3_IP}"
+        wait_for(run, cluster, tmp_path, in_log(back), "shed worker's return", 120)
+        code = run.wait(timeout=600)
+        assert code == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    (task,) = task_dirs(tmp_path)
+    summary = summary_of(task)
+    assert summary["stop_reason"] == "reward_threshold", summary["eval_history"]
+    assert summary["learner_restarts"] == 1
+    assert summary["nodes_lost"] == 1
+    nodes = summary["placement"]["nodes"]
+    (head,) = [n for n in nodes if n["head"]]
+    assert summary["placement"]["roles"]["learner 0"]["node_id"] == head["node_id"]
+    (shed_worker,) = summary["workers_shed"]
+    assert shed_worker["worker"] == 1 and shed_worker["node"] == head["ip"]
+    assert shed_worker["at_s"] >= killed_at - summary["started_at"]
+    (returned,) = summary["workers_returned"]
+    assert returned["worker"] == 1 and returned["node"] == NODE3_IP
+    assert returned["at_s"] > shed_worker["at_s"]
+    assert summary["placement"]["roles"]["worker 1"]["ip"] == NODE3_IP
+    assert summary["workers_dropped"] == [] and summary["worker_restarts"] == 0
+    assert_accounting(summary)
+    lost = summary["transitions_dropped"].get("lost_with_worker", 0)
+    assert lost >= shed_worker["env_steps_lost"]
+    log = (task / "logs" / "log.txt").read_text()
+    assert f"learner 0 is running again on {head['ip']}" in log
+    print(
+        f"node 2 killed at {killed_at - summary['started_at']:.1f} s; worker 1 shed at "
+        f"{shed_worker['at_s']} s, back at {returned['at_s']} s"
+    )
