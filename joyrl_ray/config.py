@@ -252,6 +252,10 @@ def _check_general(general: DictConfig) -> None:
     if general.env_error_window_steps < 1:
         window = general.env_error_window_steps
         raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
+    if not general.learner_lost_after_s > 0:
+        raise ConfigError(
+            f"general_cfg.learner_lost_after_s={general.learner_lost_after_s} must be > 0 seconds"
+        )
     first = general.first_checkpoint_s
     if first is not None and not first > 0:
         raise ConfigError(

@@ -50,6 +50,9 @@ class GeneralConfig:
     n_replay_shards: int = 1  # off-policy: DataServer replay shards (worker k -> shard k mod n)
     max_worker_restarts: int = 3  # restarts per worker before it is dropped (-1: unlimited)
     max_learner_restarts: int = 3  # restarts of the learner group from its last checkpoint
+    learner_lost_after_s: float = 3.0  # a learner cut off (its connection broken) that Ray has
+    # not reported dead within this is taken as lost with its node: the group is placed again
+    # away from that node, without waiting for Ray's node health check (~15-30 s)
     max_env_errors_per_1000: float = 20.0  # env errors per 1,000 env steps that stop the run
     env_error_window_steps: int = 50_000  # ... counted over this many recent env steps
     stall_timeout_s: float = 120.0  # stop, saying who waits for what, after this long stuck

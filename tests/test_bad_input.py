@@ -217,6 +217,12 @@ CASES = [
         r"> 0 seconds, or null \(off\)",
     ),
     Case(
+        "learner_lost_after_s_0",
+        fixed("general_cfg.learner_lost_after_s=0"),
+        r"general_cfg\.learner_lost_after_s=0",
+        r"must be > 0 seconds",
+    ),
+    Case(
         "stall_timeout_0",
         fixed("general_cfg.stall_timeout_s=0"),
         r"general_cfg\.stall_timeout_s=0",

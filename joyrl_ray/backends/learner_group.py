@@ -5,6 +5,12 @@ The group owns its actors and their restarts: all ranks sit in one placement gro
 (rank 0 names the address the group meets at), and are restarted together, from the
 driver's newest checkpoint, when any of them dies, up to ``max_learner_restarts`` times.
 
+A rank cut off (its connection broken) that Ray does not report dead within
+``learner_lost_after_s`` is taken as lost with its node: the group is placed again, away
+from that node, at once; Ray's own health check takes ~15-30 s to declare a node dead,
+and until then counts its resources as free. (On a Ray whose placement groups take no
+label selectors the group waits for Ray's verdict, as before.)
+
 The learners come first when the cluster shrinks: a group that cannot be placed again
 within ``ROOM_WAIT_S`` (its node was lost and the others are full, e.g. with workers Ray
 restarted there) asks for room (the runtime sheds a worker) and waits again, until it is
@@ -20,6 +26,8 @@ from typing import Any
 from joyrl_ray.backends.placement import (
     Requests,
     actor_options,
+    bundle_nodes,
+    can_avoid_nodes,
     enclosing_group,
     learner_group,
     wait_for_death,
@@ -31,6 +39,7 @@ from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import Learner, LearnerResult
 from joyrl_ray.roles.learner.source import LearnerLinks
 from joyrl_ray.wire.handles import Call, RayHandle, RoleDied
+from joyrl_ray.wire.where import node_here
 
 PLACEMENT_TIMEOUT_S = 60.0
 ROOM_WAIT_S = 3.0  # a restarted group waits this long for its placement before asking for room
@@ -61,6 +70,7 @@ class LearnerGroup:
         self.generation = 0
         self.restarts = 0
         self.actors: list[Any] = []
+        self.nodes: dict[int, str] = {}  # node id by rank (bundle), once placed
 
     def create(
         self, start_state: bytes | None, make_room: Callable[[], bool] | None = None
@@ -74,6 +84,8 @@ class LearnerGroup:
         general = self.general
         self.generation += 1
         self._wait_placed(make_room if self.own_group else None)
+        if self.own_group:
+            self.nodes = bundle_nodes(self.group)
         state_ref = self.ray.put(start_state) if start_state is not None else None
         options = actor_options(self.request)
         world = general.n_learners
@@ -129,14 +141,22 @@ class LearnerGroup:
         return [client.run(address) for client in clients]
 
     def restart(
-        self, why: str, events: RoleEvents, make_room: Callable[[], bool] | None = None
+        self,
+        why: str,
+        events: RoleEvents,
+        make_room: Callable[[], bool] | None = None,
+        rank: int = 0,
     ) -> list[Call[LearnerResult]]:
-        """After a rank died: end the others and start the group again from the newest
+        """After rank ``rank`` died: end the others and start the group again from the newest
         checkpoint, within the restart budget (``make_room``: see :meth:`create`); the new
         ranks' calls (none when it could not restart: ``events`` then says why the run
         stops)."""
         general = self.general
-        wait_for_death(self.actors, NODE_DEATH_WAIT_S)  # a lost node: until Ray knows it
+        lost_node = None
+        if not wait_for_death(self.actors, general.learner_lost_after_s):
+            lost_node = self._lost_node(rank)
+            if lost_node is None:  # wait for Ray to know: it may place the group there again
+                wait_for_death(self.actors, NODE_DEATH_WAIT_S)
         for actor in self.actors:
             self.ray.kill(actor, no_restart=True)
         if self.restarts >= general.max_learner_restarts:
@@ -153,6 +173,16 @@ class LearnerGroup:
             f"{'its last checkpoint' if state else 'scratch (no checkpoint yet)'} "
             f"(restart {self.restarts} of {general.max_learner_restarts})"
         )
+        if lost_node is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(self.group)
+            self.group = learner_group(general, self.request, avoid_node=lost_node)
+            events.log.append(
+                f"learner {rank} cut off and not reported dead within "
+                f"{general.learner_lost_after_s:g} s: taken as lost with its node "
+                f"({lost_node[:8]}), which the group now avoids"
+            )
         try:
             self.create(state, make_room)
             return self.run()
@@ -160,6 +190,15 @@ class LearnerGroup:
             events.failure = f"the learner group could not be restarted: {exc}"
             events.failure_reason = "learner_failed"
             return []
+
+    def _lost_node(self, rank: int) -> str | None:
+        """The node rank ``rank`` sat on, to avoid: not the driver's own (were it lost, the
+        driver would be too: the rank is merely slow to be reported dead), nor in a trial's
+        group (it holds the trial's layout), nor where Ray cannot avoid a node."""
+        node = self.nodes.get(rank)
+        if node is None or node == node_here()[0] or not self.own_group:
+            return None
+        return node if can_avoid_nodes() else None
 
     def shutdown(self) -> None:
         from ray.util.placement_group import remove_placement_group

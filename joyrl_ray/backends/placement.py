@@ -291,8 +291,14 @@ def data_server_options(general: GeneralConfig) -> dict[str, Any]:
     return driver_node_options()
 
 
-def learner_group(general: GeneralConfig, request: dict[str, float]) -> Any:
-    """A placement group with one bundle per learner (inside a placement group: that one)."""
+NODE_ID_LABEL = "ray.io/node-id"  # the label Ray gives every node: its id
+
+
+def learner_group(
+    general: GeneralConfig, request: dict[str, float], avoid_node: str | None = None
+) -> Any:
+    """A placement group with one bundle per learner (inside a placement group: that one);
+    ``avoid_node``: a node id none of its bundles may go to (see :func:`can_avoid_nodes`)."""
     from ray.util.placement_group import placement_group
 
     group = enclosing_group()
@@ -301,7 +307,28 @@ def learner_group(general: GeneralConfig, request: dict[str, float]) -> Any:
 
     bundle = {k: v for k, v in request.items() if v > 0}
     strategy = "PACK" if general.learner_placement == "pack" else "SPREAD"
-    return placement_group([bundle] * general.n_learners, strategy=strategy)
+    bundles = [bundle] * general.n_learners
+    if avoid_node is None:
+        return placement_group(bundles, strategy=strategy)
+    selector = [{NODE_ID_LABEL: f"!{avoid_node}"}] * general.n_learners
+    return placement_group(bundles, strategy=strategy, bundle_label_selector=selector)
+
+
+def can_avoid_nodes() -> bool:
+    """Whether this Ray's placement groups take label selectors, so that one can be placed
+    away from a node (``bundle_label_selector``)."""
+    import inspect
+
+    from ray.util.placement_group import placement_group
+
+    return "bundle_label_selector" in inspect.signature(placement_group).parameters
+
+
+def bundle_nodes(group: Any) -> dict[int, str]:
+    """The node id each bundle of a placed ``group`` sits on, by bundle index."""
+    from ray.util.placement_group import placement_group_table
+
+    return dict(placement_group_table(group).get("bundles_to_node_id", {}))
 
 
 def describe(nodes: list[Node]) -> str:

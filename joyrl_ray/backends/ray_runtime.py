@@ -103,7 +103,7 @@ class RayRuntime(Evaluations):
         for index, call in enumerate(calls):
             self.runs[call] = (role, index)
 
-    def _learner_died(self, why: str, events: RoleEvents) -> None:
+    def _learner_died(self, rank: int, why: str, events: RoleEvents) -> None:
         assert self.learners is not None
         for call, (role, _) in list(self.runs.items()):
             if role == "learner":
@@ -112,7 +112,7 @@ class RayRuntime(Evaluations):
         def make_room() -> bool:  # the learners come first, the workers last
             return self.fleet.shed_one("the learner group", events, self.results)
 
-        self._submit("learner", self.learners.restart(why, events, make_room))
+        self._submit("learner", self.learners.restart(why, events, make_room, rank))
         for call, (role, index) in list(self.runs.items()):
             if role == "worker" and index in self.fleet.shed:  # killed: a new call if it returns
                 del self.runs[call]
@@ -143,7 +143,7 @@ class RayRuntime(Evaluations):
                 if role == "worker":
                     self.fleet.died(index, exc, events, self.results)
                 else:
-                    self._learner_died(str(exc), events)
+                    self._learner_died(index, str(exc), events)
                 continue
             except RoleFailed as exc:
                 # A role fails when a data-plane actor it needs died: the run stops, named so.

@@ -8,13 +8,17 @@ Two ``ray start`` nodes on this machine (tests/support/clusters.py): the head (2
 starts, a detached actor of the test's holds the head's slot, so the learner goes to
 node 2 and the two workers fill the head. Once the run has a checkpoint the placeholder
 goes and node 2 is killed (SIGKILL, as a lost machine): the head is the learner's only
-home, and its CPUs are the workers'. Once the learner runs again, a third node (1 CPU)
-joins. Every env step also sleeps 4 ms, so that the run, on one worker, is still going
-when the third node is up.
+home, and its CPUs are the workers'. The head's health checks give up on a node after 12
+misses 3 s apart (Ray's default is 5), so Ray declares node 2 dead no sooner than ~36 s
+after the kill: the learner must be running again before that, the run having taken the
+broken connection for the node's loss itself (``learner_lost_after_s``). Once the learner
+runs again, a third node (1 CPU) joins. Every env step also sleeps 4 ms, so that the
+run, on one worker, is still going when the third node is up.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -36,6 +40,7 @@ HEAD_IP, NODE2_IP, NODE3_IP = (
     "127.0.0.3",
 )  # the head's roles may report the machine's ip
 PLACEHOLDER = "hold_the_heads_learner_slot"
+SLOW_HEALTH_CHECKS = {"health_check_period_ms": 3000, "health_check_failure_threshold": 12}
 
 
 class SlotCluster:
@@ -57,6 +62,7 @@ class SlotCluster:
                 "--num-cpus=2",
                 '--resources={"head": 1, "learner_slot": 1}',
                 "--include-dashboard=false",
+                f"--system-config={json.dumps(SLOW_HEALTH_CHECKS)}",
             ],
             self.env,
         )
@@ -94,8 +100,8 @@ class SlotCluster:
         for node in self.nodes:
             node.track()
 
-    def driver(self, code: str) -> None:
-        """Run ``code`` as a short Ray driver attached to the cluster."""
+    def driver(self, code: str) -> str:
+        """Run ``code`` as a short Ray driver attached to the cluster; its output."""
         script = f"import ray\nray.init(address={self.address!r}, namespace='test')\n{code}"
         done = subprocess.run(
             [sys.executable, "-c", script],
@@ -105,6 +111,7 @@ class SlotCluster:
             timeout=120,
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
 
     def hold_the_heads_learner_slot(self) -> None:
         self.driver(
@@ -115,6 +122,11 @@ class SlotCluster:
             f"hold = Hold.options(name={PLACEHOLDER!r}, lifetime='detached').remote()\n"
             "ray.get(hold.ready.remote())\n"
         )
+
+    def alive_in_rays_view(self, ip: str) -> bool:
+        """Whether Ray still counts the node at ``ip`` alive."""
+        code = f"print(any(n['Alive'] for n in ray.nodes() if n['NodeManagerAddress'] == {ip!r}))"
+        return self.driver(code).strip().splitlines()[-1] == "True"
 
     def release_the_heads_learner_slot(self) -> None:
         self.driver(f"ray.kill(ray.get_actor({PLACEHOLDER!r}))\n")
@@ -187,6 +199,10 @@ def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run
         wait_for(run, cluster, tmp_path, in_log(shed), "shed worker", 240)
         restarted = "restarting the learner group from its last checkpoint"
         wait_for(run, cluster, tmp_path, in_log(restarted), "learner restart", 60)
+        wait_for(run, cluster, tmp_path, in_log("learner 0 is running again"), "learner", 60)
+        back_at = time.time()
+        # Ray has not declared node 2 dead yet: the run did not wait for its verdict.
+        assert cluster.alive_in_rays_view(NODE2_IP)
         cluster.add_node3()
         back = f"worker 1 is back, on {NODE3_IP}"
         wait_for(run, cluster, tmp_path, in_log(back), "shed worker's return", 120)
@@ -215,7 +231,9 @@ def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run
     assert lost >= shed_worker["env_steps_lost"]
     log = (task / "logs" / "log.txt").read_text()
     assert f"learner 0 is running again on {head['ip']}" in log
+    assert "learner 0 cut off and not reported dead within 3 s: taken as lost" in log
     print(
         f"node 2 killed at {killed_at - summary['started_at']:.1f} s; worker 1 shed at "
-        f"{shed_worker['at_s']} s, back at {returned['at_s']} s"
+        f"{shed_worker['at_s']} s, the learner running again by {back_at - killed_at:.1f} s "
+        f"after the kill; worker 1 back at {returned['at_s']} s"
     )
