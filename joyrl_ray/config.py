@@ -252,6 +252,7 @@ def _check_general(general: DictConfig) -> None:
     if general.env_error_window_steps < 1:
         window = general.env_error_window_steps
         raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
+    _check_fleet_bounds(general)
     if not general.learner_lost_after_s > 0:
         raise ConfigError(
             f"general_cfg.learner_lost_after_s={general.learner_lost_after_s} must be > 0 seconds"
@@ -334,6 +335,28 @@ def _check_algo(algo: DictConfig, general: DictConfig) -> None:
     _check_learner_split(algo, general)
 
 
+def _check_fleet_bounds(general: DictConfig) -> None:
+    """1 <= min_workers <= n_workers <= max_workers, and growth only on Ray."""
+    n = general.n_workers
+    low = 1 if general.min_workers is None else general.min_workers
+    high = n if general.max_workers is None else general.max_workers
+    if not 1 <= low <= n:
+        raise ConfigError(
+            f"general_cfg.min_workers={low} is out of range; allowed: 1 <= min_workers <= "
+            f"n_workers ({n}), or null (1)"
+        )
+    if high < n:
+        raise ConfigError(
+            f"general_cfg.max_workers={high} is below general_cfg.n_workers={n}; allowed: "
+            f">= n_workers, or null (n_workers)"
+        )
+    if high > n and general.mp_backend != "ray":
+        raise ConfigError(
+            f"general_cfg.max_workers={high} needs general_cfg.mp_backend=ray (the fleet grows "
+            f"onto Ray nodes); allowed with {general.mp_backend}: null or n_workers ({n})"
+        )
+
+
 def _check_learner_split(algo: DictConfig, general: DictConfig) -> None:
     """Each data-parallel learner takes an equal share of every batch or rollout."""
     n = general.n_learners
@@ -343,6 +366,13 @@ def _check_learner_split(algo: DictConfig, general: DictConfig) -> None:
         raise ConfigError(
             f"algo_cfg.batch_size={algo.batch_size} does not split across general_cfg.n_learners"
             f"={n}; allowed: a batch_size divisible by n_learners"
+        )
+    grows = general.max_workers is not None and general.max_workers > general.n_workers
+    if "rollout_len" in algo and grows:
+        raise ConfigError(
+            f"general_cfg.max_workers={general.max_workers} with general_cfg.n_learners={n}: "
+            "a growing fleet changes the rollout, which the learners split evenly; allowed "
+            "with several learners: max_workers null or n_workers"
         )
     envs = general.n_workers * general.n_envs_per_worker
     if "rollout_len" in algo and envs % n:

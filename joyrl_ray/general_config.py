@@ -34,6 +34,10 @@ class GeneralConfig:
     collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
     mp_backend: str = "ray"  # single (one process) or ray (actors); null is read as single
     n_workers: int = 1  # Worker actors stepping envs
+    min_workers: int | None = None  # Ray: fewest workers kept when some are shed to make room
+    # for the learners (null: 1)
+    max_workers: int | None = None  # Ray: the fleet grows onto room that appears (a node
+    # joins) up to this many workers (null: n_workers, no growth)
     n_envs_per_worker: int = 1  # envs per worker, one vector env (env_cfg.vector_mode)
     n_learners: int = 1  # data-parallel Learner actors (ray backend), gradients averaged
     ray_address: str | None = None  # null: $RAY_ADDRESS if set, else a local Ray; local, auto,

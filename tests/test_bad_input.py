@@ -217,6 +217,36 @@ CASES = [
         r"> 0 seconds, or null \(off\)",
     ),
     Case(
+        "min_workers_above_n_workers",
+        fixed("general_cfg.n_workers=2", "general_cfg.min_workers=3"),
+        r"general_cfg\.min_workers=3 is out of range",
+        r"1 <= min_workers <= n_workers \(2\), or null \(1\)",
+    ),
+    Case(
+        "max_workers_below_n_workers",
+        fixed("general_cfg.n_workers=2", "general_cfg.max_workers=1"),
+        r"general_cfg\.max_workers=1 is below general_cfg\.n_workers=2",
+        r">= n_workers, or null",
+    ),
+    Case(
+        "max_workers_on_single",
+        fixed("general_cfg.mp_backend=single", "general_cfg.max_workers=3"),
+        r"general_cfg\.max_workers=3 needs general_cfg\.mp_backend=ray",
+        r"allowed with single: null or n_workers \(1\)",
+    ),
+    Case(
+        "max_workers_with_two_on_policy_learners",
+        fixed(
+            "--yaml",
+            str(ROOT / "configs" / "cartpole_ppo.yaml"),
+            "general_cfg.n_learners=2",
+            "general_cfg.n_workers=2",
+            "general_cfg.max_workers=4",
+        ),
+        r"general_cfg\.max_workers=4 with general_cfg\.n_learners=2",
+        r"allowed with several learners: max_workers null or n_workers",
+    ),
+    Case(
         "learner_lost_after_s_0",
         fixed("general_cfg.learner_lost_after_s=0"),
         r"general_cfg\.learner_lost_after_s=0",

@@ -155,7 +155,7 @@ class RayRuntime(Evaluations):
                 self.results.workers[index] = result
             else:
                 self.results.learners[index] = result
-        for index, call in self.fleet.bring_back(events, self.results).items():
+        for index, call in self.fleet.fill_room(events, self.results).items():
             self.runs[call] = ("worker", index)
         self.finished = not self.runs
         return events

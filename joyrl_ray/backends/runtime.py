@@ -73,6 +73,8 @@ class RoleResults:
     workers_shed: list[dict[str, Any]] = field(default_factory=list)
     # shed workers started again once there was room: worker id, when
     workers_returned: list[dict[str, Any]] = field(default_factory=list)
+    # workers past n_workers started as room appeared (max_workers): worker id, when
+    workers_added: list[dict[str, Any]] = field(default_factory=list)
     steps_lost_with_workers: int = 0
     learner_restarts: int = 0
 

@@ -7,9 +7,10 @@ worker is dropped for good, the steps it took are counted as lost, and the run g
 with the rest until none is left.
 
 Workers come last when the cluster shrinks: a learner group that cannot be placed again
-sheds workers, the highest-numbered first and never the last one (:meth:`shed_one`). A shed
-worker starts again, as a new process, once the cluster has room for it
-(:meth:`bring_back`, checked every ``ROOM_CHECK_S``).
+sheds workers, the highest-numbered first, down to ``min_workers`` (:meth:`shed_one`). A
+shed worker starts again, as a new process, once the cluster has room for it, and with
+``max_workers`` above ``n_workers`` the fleet grows into room that appears, a node that
+joins say (:meth:`fill_room`, every ``ROOM_CHECK_S``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from joyrl_ray.backends.placement import Requests, actor_options, fits, worker_strategy
+from joyrl_ray.backends.placement import (
+    Requests,
+    actor_options,
+    enclosing_group,
+    fits,
+    worker_strategy,
+)
 from joyrl_ray.backends.planes import RayPlanes
 from joyrl_ray.backends.runtime import RoleEvents, RoleResults
 from joyrl_ray.general_config import GeneralConfig
@@ -27,11 +34,14 @@ from joyrl_ray.roles.worker.worker import Worker, WorkerStats
 from joyrl_ray.wire.handles import ANSI_ESCAPES, Call, RayHandle, RayStore, RoleDied, plain_line
 
 DROP_TIMEOUT_S = 30.0
-ROOM_CHECK_S = 5.0  # how often the cluster's free resources are checked for a shed worker
+ROOM_CHECK_S = 5.0  # how often the cluster's free resources are checked for more workers
 
 
 class WorkerFleet:
-    """``n_workers`` worker actors, each with its own restart budget."""
+    """The run's worker actors: ``n_workers`` to start with, each with its own restart
+    budget; down to ``min_workers`` when workers are shed, up to ``max_workers`` when room
+    appears. Workers past ``n_workers`` are not restarted by Ray: when one dies (its node
+    left, say) it counts as shed, and starts again when there is room."""
 
     def __init__(
         self, general: GeneralConfig, cfg: WorkerConfig, planes: RayPlanes, requests: Requests
@@ -39,84 +49,102 @@ class WorkerFleet:
         import ray
 
         self.n_workers = general.n_workers
+        self.min_workers = general.min_workers or 1
+        self.max_workers = general.max_workers or general.n_workers
+        if enclosing_group() is not None:  # a trial's placement group holds its whole layout
+            self.max_workers = self.n_workers
         self.max_restarts = general.max_worker_restarts
         self.planes, self.cfg, self.request = planes, cfg, requests.worker
-        self.worker_cls = worker_cls = ray.remote(Worker).options(
+        options = {
             **actor_options(requests.worker),
-            max_restarts=general.max_worker_restarts,
-            max_task_retries=-1,
-            scheduling_strategy=worker_strategy(general),
+            "max_task_retries": -1,
+            "scheduling_strategy": worker_strategy(general),
+        }
+        self.worker_cls = ray.remote(Worker).options(
+            **options, max_restarts=general.max_worker_restarts
         )
-        self.actors = [
-            worker_cls.remote(i, cfg, planes.sender(i), RayStore()) for i in range(self.n_workers)
-        ]
+        self.extra_cls = ray.remote(Worker).options(**options, max_restarts=0)
+        self.actors: dict[int, Any] = {i: self._new_actor(i) for i in range(self.n_workers)}
         self.drop_reasons: dict[int, str] = {}  # workers gone for good: why
-        self.shed: set[int] = set()  # workers stopped to make room for the learner group
+        self.shed: set[int] = set()  # workers stopped to make room, or extra ones gone
         self.room_checked = time.monotonic()
+
+    def _new_actor(self, index: int) -> Any:
+        cls = self.worker_cls if index < self.n_workers else self.extra_cls
+        return cls.remote(index, self.cfg, self.planes.sender(index), RayStore())
+
+    def _run(self, index: int) -> Call[WorkerStats]:
+        return WorkerClient(RayHandle(f"worker {index}", actor=self.actors[index])).run()
 
     def run(self) -> list[Call[WorkerStats]]:
         """Start every worker's loop; each worker's call, by worker id."""
-        return [
-            WorkerClient(RayHandle(f"worker {i}", actor=actor)).run()
-            for i, actor in enumerate(self.actors)
-        ]
+        return [self._run(i) for i in sorted(self.actors)]
 
     def running(self) -> list[int]:
         """The workers neither dropped nor shed, by id."""
         gone = self.shed | set(self.drop_reasons)
-        return [i for i in range(self.n_workers) if i not in gone]
+        return [i for i in sorted(self.actors) if i not in gone]
 
     def shed_one(self, room_for: str, events: RoleEvents, results: RoleResults) -> bool:
         """Stop the highest-numbered running worker so that ``room_for`` can be placed; the
-        steps it held back are counted as lost. False when one worker or none is left
-        (the run needs one)."""
+        steps it held back are counted as lost. False when ``min_workers`` are left."""
         import ray
 
         running = self.running()
-        if len(running) <= 1:
+        if len(running) <= self.min_workers:
             return False
         index = running[-1]
-        self.shed.add(index)
         ray.kill(self.actors[index], no_restart=True)
+        self._count_shed(index, results)
+        events.log.append(
+            f"worker {index} shed to make room for {room_for}; {results.workers_shed[-1]['lost']} "
+            f"env steps it held back were lost; the run goes on with {len(running) - 1} "
+            f"worker{'s' if len(running) > 2 else ''}"
+        )
+        return True
+
+    def _count_shed(self, index: int, results: RoleResults) -> None:
+        self.shed.add(index)
         lost, ip = self.planes.coordinator.shed_worker(index).result(DROP_TIMEOUT_S)
         results.steps_lost_with_workers += lost
         shed = {"worker": index, "at": round(time.time(), 3), "node": ip, "lost": lost}
         results.workers_shed.append(shed)
         self.planes.data.worker_dropped(index)
-        events.log.append(
-            f"worker {index} shed to make room for {room_for}; {lost} env steps it held back "
-            f"were lost; the run goes on with {len(running) - 1} "
-            f"worker{'s' if len(running) > 2 else ''}"
-        )
-        return True
 
-    def bring_back(self, events: RoleEvents, results: RoleResults) -> dict[int, Call[WorkerStats]]:
-        """Start shed workers again, lowest-numbered first, while the cluster's free
-        resources hold one more (every ``ROOM_CHECK_S``); their calls, by worker id."""
+    def fill_room(self, events: RoleEvents, results: RoleResults) -> dict[int, Call[WorkerStats]]:
+        """Every ``ROOM_CHECK_S``, while the cluster's free resources hold one more worker:
+        start shed workers again (lowest-numbered first), then new ones up to
+        ``max_workers``; their calls, by worker id."""
         import ray
 
-        if not self.shed or time.monotonic() - self.room_checked < ROOM_CHECK_S:
+        wanted = bool(self.shed) or len(self.actors) < self.max_workers
+        if not wanted or time.monotonic() - self.room_checked < ROOM_CHECK_S:
             return {}
         self.room_checked = time.monotonic()
         free = dict(ray.available_resources())
         calls: dict[int, Call[WorkerStats]] = {}
-        for index in sorted(self.shed):
-            if not fits(self.request, free):
+        while fits(self.request, free):
+            if self.shed:
+                index = min(self.shed)
+                self.shed.discard(index)
+                line = f"worker {index}, shed earlier, starts again: the cluster has room for it"
+                results.workers_returned.append({"worker": index, "at": round(time.time(), 3)})
+            elif len(self.actors) < self.max_workers:
+                index = len(self.actors)
+                line = (
+                    f"worker {index} starts: the cluster has room for it "
+                    f"(general_cfg.max_workers={self.max_workers})"
+                )
+                results.workers_added.append({"worker": index, "at": round(time.time(), 3)})
+            else:
                 break
             for key, amount in self.request.items():
                 free[key] = free.get(key, 0.0) - amount
-            self.shed.discard(index)
-            self.planes.coordinator.readmit_worker(index).result(DROP_TIMEOUT_S)
+            self.planes.coordinator.admit_worker(index).result(DROP_TIMEOUT_S)
             self.planes.data.worker_returned(index)
-            sender = self.planes.sender(index)
-            self.actors[index] = self.worker_cls.remote(index, self.cfg, sender, RayStore())
-            calls[index] = WorkerClient(
-                RayHandle(f"worker {index}", actor=self.actors[index])
-            ).run()
-            results.workers_returned.append({"worker": index, "at": round(time.time(), 3)})
-            events.log.append(
-                f"worker {index}, shed earlier, starts again: the cluster has room for it"
-            )
+            self.actors[index] = self._new_actor(index)
+            calls[index] = self._run(index)
+            events.log.append(line)
         return calls
 
     def died(self, index: int, error: RoleDied, events: RoleEvents, results: RoleResults) -> None:
@@ -124,6 +152,14 @@ class WorkerFleet:
         if index in self.shed:  # stopped on purpose, and counted then
             return
         init_error = _init_error(error)
+        if index >= self.n_workers and init_error is None:  # an extra worker: shed, not dropped
+            self._count_shed(index, results)
+            events.log.append(
+                f"worker {index} (past n_workers={self.n_workers}) is gone "
+                f"({plain_line(str(error))}); {results.workers_shed[-1]['lost']} env steps it "
+                "held back were lost; it starts again when the cluster has room"
+            )
+            return
         if init_error is not None:  # Ray does not restart an actor whose constructor raised
             why = f"could not start: {init_error}"
         else:
@@ -148,7 +184,7 @@ class WorkerFleet:
     def shutdown(self) -> None:
         import ray
 
-        for actor in self.actors:
+        for actor in self.actors.values():
             ray.kill(actor, no_restart=True)
 
 

@@ -75,8 +75,8 @@ class CoordinatorClient(RoleClient):
     def shed_worker(self, worker_id: int) -> Call[tuple[int, str | None]]:
         return self._call(Coordinator.shed_worker, worker_id)
 
-    def readmit_worker(self, worker_id: int) -> Call[None]:
-        return self._call(Coordinator.readmit_worker, worker_id)
+    def admit_worker(self, worker_id: int) -> Call[None]:
+        return self._call(Coordinator.admit_worker, worker_id)
 
     def count_lost(self, shard: int, rows: int, line: str) -> Call[None]:
         return self._call(Coordinator.count_lost, shard, rows, line)

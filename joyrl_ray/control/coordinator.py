@@ -108,6 +108,7 @@ class Coordinator(WaitingRoom):
         start = counters or Counters()
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
         self.active_workers = set(range(n_workers))
+        self.initial_workers = n_workers  # more join when the fleet grows (max_workers)
         self.collected = 0
         self.dropped: Counter[str] = Counter()
         # By replay shard: rows its workers sent and it acknowledged or still holds; at the
@@ -156,6 +157,8 @@ class Coordinator(WaitingRoom):
             self.mail.placements.append(where)
             self.worker_ips[worker_id] = where.ip
             self.last_push[worker_id] = time.monotonic()
+            if worker_id not in self.registered and worker_id >= self.initial_workers:
+                self.mail.events.append(f"worker {worker_id} joins the run, on {where.ip}")
             if worker_id in self.returning:  # a shed worker's new process
                 self.returning.discard(worker_id)
                 self.mail.events.append(f"worker {worker_id} is back, on {where.ip}")
@@ -285,13 +288,15 @@ class Coordinator(WaitingRoom):
         and the ip it ran on."""
         return self.drop_worker(worker_id), self.worker_ips.get(worker_id)
 
-    def readmit_worker(self, worker_id: int) -> None:
-        """A worker dropped earlier (shed) comes back as a new process: its reports count
-        again, and those of its earlier process that arrive late count as lost with it."""
+    def admit_worker(self, worker_id: int) -> None:
+        """A worker joins the run: a new one (the fleet grows), or one shed earlier back as
+        a new process (its reports count again; those of its earlier process that arrive
+        late count as lost with it)."""
         with self._cond:
             self.active_workers.add(worker_id)
-            self.incarnations[worker_id] += 1
-            self.returning.add(worker_id)
+            if worker_id in self.registered:
+                self.incarnations[worker_id] += 1
+                self.returning.add(worker_id)
 
     def count_lost(self, shard: int, rows: int, line: str) -> None:
         """Rows a replay shard lost in flight (it died during their insert), for the log."""

@@ -149,7 +149,7 @@ class RolloutQueue(DataPlaneRole):
         return _Round(shares=shares)
 
     def add_worker(self, worker_id: int) -> None:
-        """A dropped worker is back: iterations expect its rollouts again."""
+        """A worker joins (back from being shed, or new): iterations expect its rollouts."""
         with self._cond:
             self.active_workers.add(worker_id)
             self._cond.notify_all()

@@ -130,7 +130,8 @@ class DataPlane(ABC):
         return None
 
     def worker_returned(self, worker_id: int) -> None:
-        """Worker ``worker_id``, dropped earlier (shed), runs again: wait for it again."""
+        """Worker ``worker_id`` joins the run (shed earlier, or new as the fleet grows):
+        wait for it."""
         return None
 
     def lost(self) -> str | None:

@@ -85,7 +85,7 @@ class RolloutPlane(DataPlane):
         self.queue.drop_worker(worker_id).result(30)
 
     def worker_returned(self, worker_id: int) -> None:
-        """The queue waits for its rollouts again."""
+        """The queue waits for its rollouts (again)."""
         self.queue.add_worker(worker_id).result(30)
 
     def lost(self) -> str | None:

@@ -289,6 +289,14 @@ def _run_in(
             }
             for back in results.workers_returned
         ]
+        summary["workers_added"] = [  # past n_workers, as room appeared (max_workers)
+            {
+                "worker": added["worker"],
+                "at_s": round(added["at"] - started_at, 1),
+                "node": getattr(outcome.placements.get(f"worker {added['worker']}"), "ip", None),
+            }
+            for added in results.workers_added
+        ]
         if session is not None:  # the last Ray call was the one above
             session.begin_close()  # Ray stops while the summary and figures are written
         summary["nodes_lost"] = len(summary["placement"]["nodes_lost"])

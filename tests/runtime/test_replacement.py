@@ -18,17 +18,25 @@ run, on one worker, is still going when the third node is up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import assert_accounting, config_path, step_latency, summary_of
+from tests.support.cli_runs import (
+    LIGHT_LEARNING,
+    assert_accounting,
+    config_path,
+    step_latency,
+    summary_of,
+)
 from tests.support.cluster_runs import in_log, read_text, wait_for
 from tests.support.clusters import RayNode, cluster_root, new_token, token_env
 from tests.support.procs import TrackedRun, free_port, task_dirs
@@ -44,7 +52,8 @@ SLOW_HEALTH_CHECKS = {"health_check_period_ms": 3000, "health_check_failure_thre
 
 
 class SlotCluster:
-    def __init__(self) -> None:
+    def __init__(self, system_config: dict[str, int] | None = None) -> None:
+        self.system_config = system_config or {}
         self.root = cluster_root("jrr")
         self.env = token_env(new_token(self.root))
         self.port = free_port()
@@ -62,7 +71,7 @@ class SlotCluster:
                 "--num-cpus=2",
                 '--resources={"head": 1, "learner_slot": 1}',
                 "--include-dashboard=false",
-                f"--system-config={json.dumps(SLOW_HEALTH_CHECKS)}",
+                f"--system-config={json.dumps(self.system_config)}",
             ],
             self.env,
         )
@@ -86,15 +95,16 @@ class SlotCluster:
     def address(self) -> str:
         return f"{HEAD_IP}:{self.port}"
 
-    def add_node3(self) -> None:
+    def add_node3(self, cpus: int = 1) -> RayNode:
         node3 = RayNode(
             "node3",
             self.root,
-            [f"--address={self.address}", f"--node-ip-address={NODE3_IP}", "--num-cpus=1"],
+            [f"--address={self.address}", f"--node-ip-address={NODE3_IP}", f"--num-cpus={cpus}"],
             self.env,
         )
         self.nodes.append(node3)
         node3.wait_started()
+        return node3
 
     def track(self) -> None:
         for node in self.nodes:
@@ -137,9 +147,9 @@ class SlotCluster:
             node.log.close()
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    nodes = SlotCluster()
+@contextlib.contextmanager
+def slot_cluster(system_config: dict[str, int] | None = None) -> Iterator[SlotCluster]:
+    nodes = SlotCluster(system_config)
     try:
         nodes.start()
         yield nodes
@@ -165,8 +175,13 @@ BUDGET = 120_000  # env steps; the config solves CartPole in ~30k
 
 
 def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run_solves(
-    cluster: SlotCluster, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    with slot_cluster(SLOW_HEALTH_CHECKS) as cluster:
+        _learner_node_lost(cluster, tmp_path)
+
+
+def _learner_node_lost(cluster: SlotCluster, tmp_path: Path) -> None:
     cluster.hold_the_heads_learner_slot()
     run = TrackedRun(
         (
@@ -237,3 +252,65 @@ def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run
         f"{shed_worker['at_s']} s, the learner running again by {back_at - killed_at:.1f} s "
         f"after the kill; worker 1 back at {returned['at_s']} s"
     )
+
+
+#: The growth run's fixed length; every env step also sleeps 10 ms, so that a worker takes
+#: at most ~100 steps a second and the run outlasts node 3's arrival and loss.
+GROWTH_STEPS = 30_000
+
+
+def test_max_workers_grows_onto_a_node_that_joins_and_sheds_its_workers_when_it_goes(
+    tmp_path: Path,
+) -> None:
+    """2 workers fill the cluster with the learner (head: learner and a worker; node 2: a
+    worker); ``max_workers: 4``. Node 3 (2 CPUs) joins: workers 2 and 3 start on it. Node 3
+    is killed: they are counted as shed, and the run goes on to its end with 2."""
+    with slot_cluster() as cluster:
+        run = TrackedRun(
+            (
+                "--yaml",
+                config_path("cartpole_dqn"),
+                f"general_cfg.ray_address={cluster.address}",
+                f"general_cfg.tasks_dir={tmp_path}",
+                "general_cfg.progress=false",
+                "general_cfg.save_fig=false",
+                "general_cfg.seed=1",
+                "general_cfg.n_workers=2",
+                "general_cfg.max_workers=4",
+                "general_cfg.worker_num_cpus=1",
+                "general_cfg.learner_num_cpus=1",
+                "general_cfg.learner_resources={head: 0.5}",
+                f"general_cfg.max_env_steps={GROWTH_STEPS}",
+                "general_cfg.reward_threshold=null",
+                *LIGHT_LEARNING,
+                *step_latency(0.01),
+            ),
+            env=cluster.env,
+            log_dir=tmp_path,
+        )
+        try:
+            wait_for(run, cluster, tmp_path, in_log("cluster: "), "cluster line", 300)
+            node3 = cluster.add_node3(cpus=2)
+            for worker in (2, 3):
+                joined = f"worker {worker} joins the run, on {NODE3_IP}"
+                wait_for(run, cluster, tmp_path, in_log(joined), f"worker {worker}", 120)
+            node3.kill()
+            gone = "worker 3 (past n_workers=2) is gone"
+            wait_for(run, cluster, tmp_path, in_log(gone), "workers shed", 180)
+            code = run.wait(timeout=600)
+            assert code == 0, run.stderr[-3000:]
+        finally:
+            run.kill()
+    (task,) = task_dirs(tmp_path)
+    summary = summary_of(task)
+    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= GROWTH_STEPS
+    added = {a["worker"]: a["node"] for a in summary["workers_added"]}
+    shed = {s["worker"]: s["node"] for s in summary["workers_shed"]}
+    assert added == {2: NODE3_IP, 3: NODE3_IP} and shed == {2: NODE3_IP, 3: NODE3_IP}
+    assert summary["workers_dropped"] == [] and summary["worker_restarts"] == 0
+    assert_accounting(summary)
+    lost = summary["transitions_dropped"].get("lost_with_worker", 0)
+    assert lost >= sum(s["env_steps_lost"] for s in summary["workers_shed"])
+    log = (task / "logs" / "log.txt").read_text()
+    assert len(re.findall(r"worker \d+ starts: the cluster has room", log)) == len(added)
+    assert len(re.findall(r"worker \d+ \(past n_workers=2\) is gone", log)) == len(shed)

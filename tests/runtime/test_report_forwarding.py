@@ -156,7 +156,7 @@ def test_a_shed_worker_that_comes_back_is_no_restart_and_its_late_reports_count_
     shard.insert(1, rows(ROWS), None, WorkerReport(1, ROWS + 3), 0)
     # ...while the worker is shed to make room, then brought back as a new process.
     assert coordinator.shed_worker(1) == (0, "127.0.0.2")
-    coordinator.readmit_worker(1)
+    coordinator.admit_worker(1)
     again = Placement("worker 1", "node3", "127.0.0.3", 2)
     assert coordinator.register_worker(1, again).incarnation == 1
     assert shard.flush_reports(10.0)
