@@ -40,6 +40,7 @@ CONFIG = "configs/halfcheetah_ppo.yaml"
 SB3_SETTING = "ppo_halfcheetah"
 EVAL_EVERY_STEPS = 25_600  # ours: model_save_fre 50 updates of 512 env steps
 EVAL_EPISODES = 10
+SIDE_TIMEOUT_S = 4 * 3600  # one side's whole run (1M env steps: ~25-50 min on 2 cores)
 
 
 def run_sb3(seed: int, budget: int) -> None:
@@ -94,7 +95,8 @@ def ours_once(seed: int, budget: int, tasks: Path) -> dict[str, Any] | None:
             "general_cfg.progress=false",
             "general_cfg.save_fig=false",
             f"general_cfg.tasks_dir={tasks}",
-        ]
+        ],
+        SIDE_TIMEOUT_S,
     )
     if done.returncode != 0:
         print(f"# ours seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
@@ -106,7 +108,7 @@ def ours_once(seed: int, budget: int, tasks: Path) -> dict[str, Any] | None:
 
 def sb3_once(seed: int, budget: int) -> dict[str, Any] | None:
     argv = [sys.executable, __file__, "--sb3", "--seeds", str(seed), "--budget", str(budget)]
-    seconds, done = timed(argv)
+    seconds, done = timed(argv, SIDE_TIMEOUT_S)
     if done.returncode != 0:
         print(f"# sb3 seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
         return None

@@ -272,17 +272,19 @@ def run_sb3(
 
 
 # ----- one side's whole process -----
-def timed(argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """Seconds and outcome of ``argv``; a run past ``RUN_TIMEOUT_S`` is killed and reads as
+def timed(
+    argv: list[str], timeout_s: float = RUN_TIMEOUT_S
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Seconds and outcome of ``argv``; a run past ``timeout_s`` is killed and reads as
     exit 124, so that side counts as unsolved and the other seeds and cases still run."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
     t0 = time.time()
     try:
         done = subprocess.run(
-            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s
         )
     except subprocess.TimeoutExpired:
-        done = subprocess.CompletedProcess(argv, 124, "", f"killed after {RUN_TIMEOUT_S} s")
+        done = subprocess.CompletedProcess(argv, 124, "", f"killed after {timeout_s:g} s")
     return time.time() - t0, done
 
 

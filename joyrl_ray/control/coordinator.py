@@ -391,7 +391,9 @@ class Coordinator(WaitingRoom):
         """Everything reported since the last drain, plus the counters and the stop state."""
         with self._cond:
             self._settle_stop_calls()
-            return self.mail.drain(self.counters, self.stop_reason, self.stop_detail)
+            return self.mail.drain(
+                self.counters, self.stop_reason, self.stop_detail, len(self.active_workers)
+            )
 
     def stall_report(self) -> StallReport:
         waiting = self.waiting_roles()

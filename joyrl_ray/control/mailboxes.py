@@ -37,8 +37,11 @@ class Mailboxes:
     learner_times: LearnerTimes = field(default_factory=LearnerTimes)
     worker_restarts: Counter[int] = field(default_factory=Counter)
 
-    def drain(self, counters: Counters, stop_reason: str | None, detail: str | None) -> Reports:
-        """Everything since the last drain (emptied), with the run's counters and stop."""
+    def drain(
+        self, counters: Counters, stop_reason: str | None, detail: str | None, workers: int
+    ) -> Reports:
+        """Everything since the last drain (emptied), with the run's counters and stop, and
+        how many workers are in the run."""
         reports = Reports(
             episodes=self.episodes,
             learner=self.learner,
@@ -53,6 +56,7 @@ class Mailboxes:
             stop_detail=detail,
             worker_times=WorkerTimes(**vars(self.worker_times)),
             learner_times=LearnerTimes(**vars(self.learner_times)),
+            workers=workers,
         )
         self.episodes, self.learner, self.checkpoints = [], [], []
         self.trajectories, self.env_errors, self.placements, self.events = [], [], [], []

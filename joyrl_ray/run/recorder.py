@@ -50,6 +50,7 @@ PROGRESS_FIELDS = (
     "env_steps_per_s",
     "updates_per_s",
     "limit",
+    "workers",  # in the run at that time (it changes when workers are shed or added)
 )
 EVAL_FIELDS = (
     "env_steps",
@@ -200,7 +201,7 @@ class Recorder:
         if self.trajs is not None:
             self.trajs.extend(reports.trajectories)
         self.worker_times, self.learner_times = reports.worker_times, reports.learner_times
-        self._update_progress(vars(reports.counters))
+        self._update_progress(vars(reports.counters), reports.workers)
         self.episode_file.flush()
         self.progress_file.flush()
 
@@ -248,7 +249,7 @@ class Recorder:
             self.verdict_mark = (now, self.worker_times, self.learner_times)
         return self.current_verdict
 
-    def _update_progress(self, counters: dict[str, int]) -> None:
+    def _update_progress(self, counters: dict[str, int], workers: int) -> None:
         now = time.monotonic()
         t_mark, steps_mark, updates_mark = self.rate_mark
         if now - t_mark >= 2.0:
@@ -280,6 +281,7 @@ class Recorder:
                 "sps": f"{self.rates['env_steps_per_s']:.0f}",
                 f"{self.update_unit}/s": f"{self.rates['updates_per_s']:.0f}",
                 "limit": limit,
+                "workers": workers,
             },
             refresh=False,
         )
@@ -290,6 +292,7 @@ class Recorder:
             "env_steps_per_s": round(self.rates["env_steps_per_s"], 1),
             "updates_per_s": round(self.rates["updates_per_s"], 1),
             "limit": limit,
+            "workers": workers,
         }
         self.progress_csv.writerow(row)
         if self.tracking is not None:

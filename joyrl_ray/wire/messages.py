@@ -319,6 +319,7 @@ class Reports:
     stop_detail: str | None
     worker_times: WorkerTimes  # cumulative, all workers
     learner_times: LearnerTimes  # cumulative, all learners
+    workers: int = 0  # workers in the run now (shed and dropped ones out, new ones in)
 
 
 @dataclass

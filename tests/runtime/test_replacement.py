@@ -19,6 +19,7 @@ run, on one worker, is still going when the third node is up.
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import re
 import shutil
@@ -314,3 +315,6 @@ def test_max_workers_grows_onto_a_node_that_joins_and_sheds_its_workers_when_it_
     log = (task / "logs" / "log.txt").read_text()
     assert len(re.findall(r"worker \d+ starts: the cluster has room", log)) == len(added)
     assert len(re.findall(r"worker \d+ \(past n_workers=2\) is gone", log)) == len(shed)
+    with (task / "results" / "progress.csv").open(newline="") as f:
+        workers = [int(row["workers"]) for row in csv.DictReader(f)]
+    assert workers[0] == 2 and max(workers) == 4 and workers[-1] == 2, workers
