@@ -172,6 +172,27 @@ def _a_checkpoint(task: Path) -> bool | None:
     return True if any((task / "models").glob("[0-9]*.pt")) else None
 
 
+def _dqn_run(cluster: SlotCluster, tasks: Path, extra: tuple[str, ...]) -> TrackedRun:
+    """DQN on CartPole attached to ``cluster``: 2 workers and a learner of 1 CPU each."""
+    return TrackedRun(
+        (
+            "--yaml",
+            config_path("cartpole_dqn"),
+            f"general_cfg.ray_address={cluster.address}",
+            f"general_cfg.tasks_dir={tasks}",
+            "general_cfg.progress=false",
+            "general_cfg.save_fig=false",
+            "general_cfg.seed=1",
+            "general_cfg.n_workers=2",
+            "general_cfg.worker_num_cpus=1",
+            "general_cfg.learner_num_cpus=1",
+            *extra,
+        ),
+        env=cluster.env,
+        log_dir=tasks,
+    )
+
+
 BUDGET = 120_000  # env steps; the config solves CartPole in ~30k
 
 
@@ -184,26 +205,16 @@ def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run
 
 def _learner_node_lost(cluster: SlotCluster, tmp_path: Path) -> None:
     cluster.hold_the_heads_learner_slot()
-    run = TrackedRun(
+    run = _dqn_run(
+        cluster,
+        tmp_path,
         (
-            "--yaml",
-            config_path("cartpole_dqn"),
-            f"general_cfg.ray_address={cluster.address}",
-            f"general_cfg.tasks_dir={tmp_path}",
-            "general_cfg.progress=false",
-            "general_cfg.save_fig=false",
-            "general_cfg.seed=1",
-            "general_cfg.n_workers=2",
-            "general_cfg.worker_num_cpus=1",
-            "general_cfg.learner_num_cpus=1",
             "general_cfg.learner_resources={learner_slot: 1}",
             "general_cfg.first_checkpoint_s=5",
             f"general_cfg.max_env_steps={BUDGET}",
             "general_cfg.reward_threshold=475",
             *step_latency(0.004),
         ),
-        env=cluster.env,
-        log_dir=tmp_path,
     )
     try:
         wait_for(run, cluster, tmp_path, _learner_on_node2, "cluster line", 300)
@@ -267,27 +278,17 @@ def test_max_workers_grows_onto_a_node_that_joins_and_sheds_its_workers_when_it_
     worker); ``max_workers: 4``. Node 3 (2 CPUs) joins: workers 2 and 3 start on it. Node 3
     is killed: they are counted as shed, and the run goes on to its end with 2."""
     with slot_cluster() as cluster:
-        run = TrackedRun(
+        run = _dqn_run(
+            cluster,
+            tmp_path,
             (
-                "--yaml",
-                config_path("cartpole_dqn"),
-                f"general_cfg.ray_address={cluster.address}",
-                f"general_cfg.tasks_dir={tmp_path}",
-                "general_cfg.progress=false",
-                "general_cfg.save_fig=false",
-                "general_cfg.seed=1",
-                "general_cfg.n_workers=2",
                 "general_cfg.max_workers=4",
-                "general_cfg.worker_num_cpus=1",
-                "general_cfg.learner_num_cpus=1",
                 "general_cfg.learner_resources={head: 0.5}",
                 f"general_cfg.max_env_steps={GROWTH_STEPS}",
                 "general_cfg.reward_threshold=null",
                 *LIGHT_LEARNING,
                 *step_latency(0.01),
             ),
-            env=cluster.env,
-            log_dir=tmp_path,
         )
         try:
             wait_for(run, cluster, tmp_path, in_log("cluster: "), "cluster line", 300)
