@@ -48,7 +48,7 @@ from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
 from joyrl_ray.run.recorder import Recorder
-from joyrl_ray.run.summary import PlaneStats, build_summary
+from joyrl_ray.run.summary import PlaneStats, build_summary, fleet_changes
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
 from joyrl_ray.run.tracking import RunTracking, start_tracking
 from joyrl_ray.run.video import record_video
@@ -272,31 +272,7 @@ def _run_in(
         summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
-        summary["workers_shed"] = [  # stopped to make room for the learner group
-            {
-                "worker": shed["worker"],
-                "at_s": round(shed["at"] - started_at, 1),
-                "node": shed["node"],
-                "env_steps_lost": shed["lost"],
-            }
-            for shed in results.workers_shed
-        ]
-        summary["workers_returned"] = [  # shed workers started again once there was room
-            {
-                "worker": back["worker"],
-                "at_s": round(back["at"] - started_at, 1),
-                "node": getattr(outcome.placements.get(f"worker {back['worker']}"), "ip", None),
-            }
-            for back in results.workers_returned
-        ]
-        summary["workers_added"] = [  # past n_workers, as room appeared (max_workers)
-            {
-                "worker": added["worker"],
-                "at_s": round(added["at"] - started_at, 1),
-                "node": getattr(outcome.placements.get(f"worker {added['worker']}"), "ip", None),
-            }
-            for added in results.workers_added
-        ]
+        summary.update(fleet_changes(results, outcome.placements, started_at))
         if session is not None:  # the last Ray call was the one above
             session.begin_close()  # Ray stops while the summary and figures are written
         summary["nodes_lost"] = len(summary["placement"]["nodes_lost"])

@@ -23,6 +23,7 @@ from joyrl_ray.run.bottleneck import describe as describe_bottleneck
 from joyrl_ray.run.bottleneck import judge
 from joyrl_ray.run.driver import DriveOutcome
 from joyrl_ray.run.recorder import Recorder
+from joyrl_ray.wire.messages import Placement
 
 # Stops that a resume from the last checkpoint gets past (an env that fails, or workers that
 # cannot start, would fail again: no resume command for those).
@@ -175,3 +176,37 @@ def resume_command(task_root: Path) -> str:
         f"python main.py --yaml {task_root / 'config.yaml'} general_cfg.load_checkpoint=true "
         f"general_cfg.load_path={task_root}"
     )
+
+
+def fleet_changes(
+    results: RoleResults, placements: dict[str, Placement], started_at: float
+) -> dict[str, list[dict[str, Any]]]:
+    """``summary.json``'s workers shed (to make room for the learner group, or gone with
+    their node past ``n_workers``), returned (shed ones started again) and added (past
+    ``n_workers``, as room appeared), each with the seconds into the run and the node's ip."""
+
+    def at_s(entry: dict[str, Any]) -> float:
+        return round(entry["at"] - started_at, 1)
+
+    def node_now(worker: int) -> str | None:
+        return getattr(placements.get(f"worker {worker}"), "ip", None)
+
+    return {
+        "workers_shed": [
+            {
+                "worker": shed["worker"],
+                "at_s": at_s(shed),
+                "node": shed["node"],
+                "env_steps_lost": shed["lost"],
+            }
+            for shed in results.workers_shed
+        ],
+        "workers_returned": [
+            {"worker": back["worker"], "at_s": at_s(back), "node": node_now(back["worker"])}
+            for back in results.workers_returned
+        ],
+        "workers_added": [
+            {"worker": new["worker"], "at_s": at_s(new), "node": node_now(new["worker"])}
+            for new in results.workers_added
+        ],
+    }
