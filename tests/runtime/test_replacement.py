@@ -42,7 +42,14 @@ from tests.support.cluster_runs import in_log, read_text, wait_for
 from tests.support.clusters import RayNode, cluster_root, new_token, token_env
 from tests.support.procs import TrackedRun, free_port, task_dirs
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
+# One after the other on one xdist worker: each starts a cluster of 2-3 raylets, and the
+# two side by side loaded the parallel part enough to upset timing-sensitive tests.
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.xdist_group("replacement_clusters"),
+]
 HEAD_IP, NODE2_IP, NODE3_IP = (
     "127.0.0.1",
     "127.0.0.2",
