@@ -5,9 +5,12 @@ goes and comes back.
     python benchmarks/chaos.py --cases dqn --minutes 2 --kill-every 15
 
 The cluster is three raylets on this machine (``ray.cluster_utils.Cluster``): the head
-(2 CPUs) and two more nodes (2 CPUs each). Each case is ``python main.py`` attached to it
-(``general_cfg.ray_address``), with 3 workers and unlimited restart budgets, run for
-``--minutes`` with no reward threshold to stop it early, then stopped with Ctrl-C (SIGINT).
+(2 CPUs) and two more nodes (2 CPUs each), each with a temp dir of its own, as on separate
+machines (nodes sharing one would share the job's working_dir copy, which a node that joins
+unpacks again, deleting it under the other nodes' workers). Each case is ``python main.py``
+attached to it (``general_cfg.ray_address``), with 3 workers and unlimited restart budgets,
+run for ``--minutes`` with no reward threshold to stop it early, then stopped with Ctrl-C
+(SIGINT).
 
 After a quiet stretch (``--quiet-s``, the run's pace before the chaos), a seeded schedule
 SIGKILLs one role about every ``--kill-every`` seconds, drawn among the live processes of
@@ -27,7 +30,8 @@ Per case, one line of figures; the last line is one JSON object:
 "unrecovered": n, "recover_s": {"median": x, "max": x}, "exit_code": c, "stop_reason": s,
 "hung": bool, "env_steps_per_s": {"before": x, "during": x, "ratio": x},
 "accounting_holds": bool, "best_eval": x, "threshold": x, "reached_threshold": bool,
-"worker_restarts": n, "learner_restarts": n, "workers_dropped": n}}``.
+"worker_restarts": n, "learner_restarts": n, "workers_dropped": n, "drops": [line],
+"task_dir": path}}``.
 """
 
 from __future__ import annotations
@@ -229,8 +233,13 @@ class Soak:
 
     def add_node(self, roles: tuple[str, ...], at: float) -> Event:
         live = self._live(roles)
-        self.nodes.append(self.cluster.add_node(num_cpus=2))
+        self.nodes.append(self.cluster.add_node(**node_args()))
         return Event("add node", at, {r: len(p) for r, p in live.items()})
+
+
+def node_args() -> dict[str, Any]:
+    """A node of 2 CPUs with its own temp dir (short: Ray's socket paths must fit)."""
+    return {"num_cpus": 2, "temp_dir": tempfile.mkdtemp(prefix="chaos-node-", dir="/tmp")}
 
 
 def _node_pids(node: Any) -> set[int]:
@@ -313,8 +322,16 @@ def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]
     log.close()
     # The node removed stays removed until one is added: put the cluster back as it was.
     while len(nodes) < 3:
-        nodes.append(cluster.add_node(num_cpus=2))
+        nodes.append(cluster.add_node(**node_args()))
     return outcome(name, case, tasks, soak.events, proc.returncode, hung, stepping_at, chaos_at)
+
+
+def _drop_lines(log: Path) -> list[str]:
+    """The run's own lines on workers it gave up on (why a worker was dropped)."""
+    if not log.is_file():
+        return []
+    lines = log.read_text(errors="replace").splitlines()
+    return [line for line in lines if "the run goes on without it" in line][:5]
 
 
 def outcome(
@@ -381,6 +398,7 @@ def outcome(
         "worker_restarts": summary.get("worker_restarts"),
         "learner_restarts": summary.get("learner_restarts"),
         "workers_dropped": len(summary.get("workers_dropped") or []),
+        "drops": _drop_lines(tasks / "main.log"),
         "task_dir": str(task) if task else None,
     }
 
@@ -399,8 +417,8 @@ def main() -> int:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 2})
-    nodes = [cluster.head_node, cluster.add_node(num_cpus=2), cluster.add_node(num_cpus=2)]
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args=node_args())
+    nodes = [cluster.head_node, cluster.add_node(**node_args()), cluster.add_node(**node_args())]
     cluster.wait_for_nodes()
     results: dict[str, Any] = {}
     try:

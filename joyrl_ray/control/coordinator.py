@@ -107,6 +107,7 @@ class Coordinator(WaitingRoom):
         self.stop_calls: list[Call[None]] = []
         start = counters or Counters()
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
+        self.start_env_steps = start.env_steps  # where this run (or its resume) began
         self.active_workers = set(range(n_workers))
         self.initial_workers = n_workers  # more join when the fleet grows (max_workers)
         self.collected = 0
@@ -157,6 +158,12 @@ class Coordinator(WaitingRoom):
             self.mail.placements.append(where)
             self.worker_ips[worker_id] = where.ip
             self.last_push[worker_id] = time.monotonic()
+            # A worker's first process draws its random streams from where the run began, so
+            # a seeded run does not depend on how the workers' starts race; a restarted or
+            # returning one from where the run is now.
+            stream_steps = self.counters.env_steps
+            if worker_id not in self.registered and worker_id not in self.returning:
+                stream_steps = self.start_env_steps
             if worker_id not in self.registered and worker_id >= self.initial_workers:
                 self.mail.events.append(f"worker {worker_id} joins the run, on {where.ip}")
             if worker_id in self.returning:  # a shed worker's new process
@@ -181,6 +188,7 @@ class Coordinator(WaitingRoom):
                 self.weights.newest(),
                 self.incarnations[worker_id],
                 self.norm.shared(),
+                stream_steps,
             )
 
     def _lose_worker_steps(self, worker_id: int) -> int:

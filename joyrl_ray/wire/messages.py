@@ -227,6 +227,7 @@ class WorkerStart:
     weights: Weights | None
     incarnation: int = 0  # 0 for a new worker, n after Ray's n-th restart of it
     normalization: SharedNorm | None = None
+    stream_steps: int = 0  # the env steps its random streams (policy, torch, envs) start from
 
 
 @dataclass

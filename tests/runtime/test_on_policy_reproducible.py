@@ -3,7 +3,9 @@ policy with memory (an LSTM, on CartPole without its velocities) included.
 
 On Ray, two workers' rollouts reach the DataServer in whatever order their pushes race;
 it joins each iteration's rollouts in worker order, so a seeded PPO run takes the very
-same gradient steps as with ``mp_backend: single`` and ends with the same parameters.
+same gradient steps as with ``mp_backend: single`` and ends with the same parameters;
+also when one worker starts so late that the other has already reported a rollout (a
+loaded machine), since a worker's random streams start from where the run began.
 Its checkpoints come faster than the driver takes them (a few at a time); each is still
 evaluated, with the same episodes, so the two backends report the same evaluations.
 
@@ -36,6 +38,14 @@ RUNS = {
             "algo_cfg.n_epochs=4",
         ),
     ),
+    "late-worker": (
+        "cartpole_ppo",
+        (
+            *COMMON,
+            "env_cfg.id=tests.support.staggered_envs:LateSecondWorkerEnv",
+            "env_cfg.kwargs.marks={marks}",
+        ),
+    ),
 }
 
 
@@ -46,6 +56,8 @@ def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(
     ray_session, tmp_path, case: str
 ) -> None:
     config, overrides = RUNS[case]
+    (tmp_path / "marks").mkdir()
+    overrides = tuple(o.format(marks=tmp_path / "marks") for o in overrides)
     single, ray = (
         train_in_process(
             tmp_path / backend, config, (*overrides, f"general_cfg.mp_backend={backend}"), None

@@ -128,6 +128,7 @@ class Worker:
         self.sent = ReportTotals()  # what this incarnation's reports sum to
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
+        self.stream_steps = 0  # set at registration (start)
         self.times = WorkerTimes()
         self.kills = KillSchedule()
         freeze_startup_heap()
@@ -221,7 +222,8 @@ class Worker:
             self.norm.take_shared(start.normalization)
         seed = self.cfg.seed
         # A restarted worker (or a resumed run) draws fresh streams from where the run is.
-        stream = (start.env_steps,) if start.env_steps else ()
+        self.stream_steps = start.stream_steps
+        stream = (start.stream_steps,) if start.stream_steps else ()
         self.policy.seed(derive_seed(seed, "policy", self.worker_id, *stream))
         if seed:
             torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
@@ -231,7 +233,10 @@ class Worker:
         """One vector step, added to the chunk (bookkeeping waits for the whole chunk)."""
         norm = self.norm
         if self.obs is None:
-            obs = self.envs.reset(self.global_env_steps)
+            # The first reset starts from the streams' steps; one after an env error from
+            # where the run is (the env's error count makes it fresh too).
+            errors = self.envs.error_count
+            obs = self.envs.reset(self.global_env_steps if errors else self.stream_steps)
             self.obs = obs if norm is None else norm.observe(obs)
             self.policy.reset_memory(self.n_envs)
         assert self.obs is not None
