@@ -109,10 +109,12 @@ def job_notes(tasks_dir: str) -> list[str]:
     ]
 
 
-#: A Ray Client attach asks the head's proxy to start a server process for this driver; on a
-#: busy head that start can fail once and succeed when asked again (the error names it).
-CLIENT_SERVER_FAILED = "Starting Ray client server failed"
-CLIENT_SERVER_RETRIES, CLIENT_SERVER_RETRY_S = 2, 2.0
+#: A Ray Client attach asks the head's proxy to start a server process for this driver (and
+#: the job's runtime_env); on a busy head that start can fail and succeed when asked again
+#: (the error says the server's start failed, or that the server failed the client's
+#: initialization): asked up to 4 more times, 2, 4, 6 and 8 s apart.
+CLIENT_SERVER_FAILED = ("Starting Ray client server failed", "Initialization failure from server")
+CLIENT_SERVER_RETRIES, CLIENT_SERVER_RETRY_S = 4, 2.0
 #: A local Ray whose raylet misses Ray's start-up deadline (a machine whose cores are all
 #: busy) usually starts when asked again.
 LOCAL_START_TIMED_OUT = "timed out during startup"
@@ -157,9 +159,10 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> str:
             ray.init(address=hostport, runtime_env=runtime_env, **common)
             break
         except Exception as exc:  # refused, version mismatches, runtime_env failures, ...
-            if attempt < CLIENT_SERVER_RETRIES and CLIENT_SERVER_FAILED in str(exc):
+            failed_start = any(text in str(exc) for text in CLIENT_SERVER_FAILED)
+            if attempt < CLIENT_SERVER_RETRIES and failed_start:
                 ray.shutdown()  # the half-made client connection
-                time.sleep(CLIENT_SERVER_RETRY_S)
+                time.sleep(CLIENT_SERVER_RETRY_S * (attempt + 1))
                 continue
             hint = refused_hint(mode) if isinstance(exc, ConnectionError) else ""
             raise ClusterError(f"{label}: cannot attach ({one_line(exc)}){hint}") from None
