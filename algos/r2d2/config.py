@@ -32,6 +32,7 @@ class R2D2Config(DQNConfig):
     burn_in: int = 20  # steps before them that only warm the stored memory (no gradient)
     sequence_overlap: int | None = None  # steps consecutive sequences share; null: half a sequence
     priority_eta: float = 0.9  # a sequence's priority: eta max |TD| + (1 - eta) mean |TD|
+    value_rescale: bool = True  # learn Q on R2D2's h(x) scale: targets h(r + gamma h^-1(Q'))
 
     #: The Q network's memory: one lstm or gru layer in value_layers (required).
     recurrent_layers: ClassVar[tuple[str, ...]] = ("value_layers",)

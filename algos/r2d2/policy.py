@@ -8,7 +8,9 @@ the target net), then unrolls the other ``sequence_len`` steps and learns them a
 n-step targets computed here, inside the sequence: rewards summed up to ``n_step`` steps
 ahead, cut at the episode's end, bootstrapped from the target net's value of the next
 observation there (the stored ``next_obs`` at the sequence's or a truncated episode's
-end), valued at the online net's greedy action. The loss is weighted by the importance
+end), valued at the online net's greedy action. With ``value_rescale`` (the default, as in
+the paper) the nets learn values on the squashed scale ``h``: a target is
+``h(n-step return + gamma^k h^-1(Q_target))``. The loss is weighted by the importance
 weights of prioritized replay, and each sequence's new priority is
 ``eta * max |TD| + (1 - eta) * mean |TD|`` over its learnt steps.
 """
@@ -28,7 +30,7 @@ from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.dqn.policy import epsilon_at
 from algos.export import ActingGraph, build_graph, join_memory, split_memory
 from algos.networks import soft_update
-from algos.r2d2.targets import nstep_targets, sequence_priorities
+from algos.r2d2.targets import nstep_targets, rescale, sequence_priorities, unrescale
 from algos.recurrent import MEMORY, RecurrentNetwork
 from joyrl_ray.batch import (
     ACTIONS,
@@ -172,9 +174,13 @@ class R2D2(Algorithm):
             else:
                 next_actions = next_q_target.argmax(dim=-1, keepdim=True)
             bootstrap = next_q_target.gather(-1, next_actions).squeeze(-1)
+            if cfg.value_rescale:  # the nets' values are on the h scale; returns are not
+                bootstrap = unrescale(bootstrap)
             target = nstep_targets(
                 rewards, terminated, valid, bootstrap, self.gamma, int(cfg.n_step)
             )
+            if cfg.value_rescale:
+                target = rescale(target)
         q = q_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1) * valid
         td_error = q - target
         if cfg.loss == "mse":

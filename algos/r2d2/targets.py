@@ -1,4 +1,5 @@
-"""R2D2's n-step targets inside a sequence, and its priority of a sequence.
+"""R2D2's n-step targets inside a sequence, its value rescaling, and its priority of a
+sequence.
 
 Everything is ``[L, B]``: the learning steps of ``B`` sequences (after the burn-in). A
 sequence holds one episode's steps, so an episode can end only at its last valid step;
@@ -47,3 +48,18 @@ def sequence_priorities(td_abs: torch.Tensor, valid: torch.Tensor, eta: float) -
     count = weight.sum(0)
     mean = masked.sum(0) / count.clamp(min=1.0)
     return eta * masked.max(0).values + (1.0 - eta) * mean
+
+
+RESCALE_EPS = 1e-3
+
+
+def rescale(x: torch.Tensor, eps: float = RESCALE_EPS) -> torch.Tensor:
+    """R2D2's ``h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x``: the Q network learns values on
+    this squashed scale, so long returns do not make its targets grow without bound."""
+    return torch.sign(x) * (torch.sqrt(x.abs() + 1.0) - 1.0) + eps * x
+
+
+def unrescale(y: torch.Tensor, eps: float = RESCALE_EPS) -> torch.Tensor:
+    """The inverse of :func:`rescale` (Pohlen et al., 2018, Proposition A.2)."""
+    root = torch.sqrt(1.0 + 4.0 * eps * (y.abs() + 1.0 + eps))
+    return torch.sign(y) * (((root - 1.0) / (2.0 * eps)) ** 2 - 1.0)

@@ -1,7 +1,8 @@
 """R2D2 by hand: burn-in steps warm the memory without taking gradient, n-step targets
-inside a sequence stop at the episode's end and at padding, a sequence's priority mixes
-the max and mean |TD| of its learnt steps, the policy carries each env's memory, and a
-config without a recurrent layer is refused."""
+inside a sequence stop at the episode's end and at padding, value rescaling learns
+``h(return + gamma^k h^-1(Q'))``, a sequence's priority mixes the max and mean |TD| of
+its learnt steps, the policy carries each env's memory, and a config without a recurrent
+layer is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from omegaconf import OmegaConf
 from algos import get_algorithm
 from algos.layers import LayerConfig
 from algos.r2d2.policy import R2D2
-from algos.r2d2.targets import nstep_targets, sequence_priorities
+from algos.r2d2.targets import nstep_targets, rescale, sequence_priorities, unrescale
 from joyrl_ray.batch import (
     ACTIONS,
     MASK,
@@ -131,6 +132,39 @@ def test_nstep_targets_inside_a_sequence_stop_at_the_episode_end_and_padding() -
         ]
     )
     torch.testing.assert_close(target, expected)
+
+
+def test_h_inverse_undoes_h_and_h_squashes_large_values() -> None:
+    x = torch.linspace(-1000.0, 1000.0, 2001, dtype=torch.float64)
+    torch.testing.assert_close(unrescale(rescale(x)), x)
+    torch.testing.assert_close(
+        rescale(torch.tensor([0.0, 3.0, -8.0])), torch.tensor([0.0, 1.003, -2.008])
+    )
+    assert float(rescale(torch.tensor(500.0))) < 22.0  # a CartPole return, squashed
+
+
+def _target_net_values(algo: R2D2, value: float) -> None:
+    """Make the target net value every action of every observation at ``value``."""
+    last = algo.target_net.head[-1]
+    assert isinstance(last, torch.nn.Linear)
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.fill_(value)
+
+
+def test_rescaled_targets_are_h_of_the_n_step_return_bootstrapped_from_h_inverse() -> None:
+    batch = sampled_batch(seed=4)
+    plain = algorithm(value_rescale=False, n_step=3)
+    _target_net_values(plain, 10.0)
+    scaled = algorithm(value_rescale=True, n_step=3)
+    _target_net_values(scaled, float(rescale(torch.tensor(10.0))))  # the same value, h scale
+    out_plain, out_scaled = plain.sequence_loss(batch), scaled.sequence_loss(batch)
+    target_plain = out_plain.q - out_plain.td_error
+    target_scaled = out_scaled.q - out_scaled.td_error
+    valid = out_plain.valid
+    expected = rescale(target_plain[valid])  # float32: h^-1(h(10)) is 10 to about 1e-6
+    torch.testing.assert_close(target_scaled[valid], expected, rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(target_scaled[valid], target_plain[valid])
 
 
 def test_sequence_priority_is_eta_max_plus_one_minus_eta_mean_over_valid_steps() -> None:
