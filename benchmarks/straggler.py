@@ -103,8 +103,10 @@ def main() -> None:
                     flush=True,
                 )
     ratios = {a: round(r["straggler"] / r["even"], 3) for a, r in rates.items()}
-    print(f"PPO keeps {ratios['ppo']:.2f}x of its env steps/s with the straggler, "
-          f"APPO {ratios['appo']:.2f}x")
+    print(
+        f"PPO keeps {ratios['ppo']:.2f}x of its env steps/s with the straggler, "
+        f"APPO {ratios['appo']:.2f}x"
+    )
     print(
         json.dumps(
             {

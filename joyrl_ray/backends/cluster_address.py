@@ -14,7 +14,6 @@ own half minute of retries. Token authentication (Ray 2.52 and later) follows Ra
 documented rule; a cluster that refuses a driver is named with what to set.
 """
 
-
 from __future__ import annotations
 
 import os

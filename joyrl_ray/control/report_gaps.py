@@ -55,9 +55,7 @@ class ReportGaps:
                 gaps.append((start, gap))
         return gaps
 
-    def account(
-        self, gone: Callable[[int, int], bool]
-    ) -> tuple[int, Counter[str], Counter[int]]:
+    def account(self, gone: Callable[[int, int], bool]) -> tuple[int, Counter[str], Counter[int]]:
         """What the missing reports add: env steps collected, drops by reason (what a worker
         start that is ``gone`` held back: lost with it) and rows sent, by shard."""
         steps, dropped, rows = 0, Counter[str](), Counter[int]()

@@ -39,9 +39,7 @@ class ReportSink(Protocol):
 class ReportForwarder:
     """Reports waiting for the next forward, and the coordinator's latest answer."""
 
-    def __init__(
-        self, shard: int, coordinator: ReportSink | None, interval_s: float
-    ) -> None:
+    def __init__(self, shard: int, coordinator: ReportSink | None, interval_s: float) -> None:
         self.shard = shard
         self.coordinator = coordinator  # None: a shard alone (tests); reports stay here
         self.interval_s = interval_s

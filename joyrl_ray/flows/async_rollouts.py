@@ -59,9 +59,7 @@ class AsyncRolloutSender(RolloutSender):
     def throttled_after_ack(self, ack: PushAck, throttled: bool) -> bool:
         return throttled  # a place in the queue comes only from its wait
 
-    def throttled_after_wait(
-        self, ack: PushAck, waited_for_weights: bool, throttled: bool
-    ) -> bool:
+    def throttled_after_wait(self, ack: PushAck, waited_for_weights: bool, throttled: bool) -> bool:
         return throttled if waited_for_weights else ack.throttled
 
     def throttled_after_send(self, throttled: bool) -> bool:

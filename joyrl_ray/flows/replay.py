@@ -99,8 +99,12 @@ class ReplayFlow(DataFlow):
             kwargs.update(self.shard_kwargs())
             callers = len(range(i, setup.n_workers, setup.n_shards))
             handle = factory.start(
-                DataServer, "DataServer", f"replay-shard-{i}", kwargs,
-                callers=callers, restartable=True,
+                DataServer,
+                "DataServer",
+                f"replay-shard-{i}",
+                kwargs,
+                callers=callers,
+                restartable=True,
             )
             shards.append(DataServerClient(handle))
         return self.plane(shards)
@@ -247,9 +251,7 @@ class ReplaySender(WorkerSender):
     def send(
         self, worker_id: int, payload: Payload, report: WorkerReport, known_version: int
     ) -> Call[PushAck]:
-        insert = self.shard.insert(
-            worker_id, payload.batch, payload.frames, report, known_version
-        )
+        insert = self.shard.insert(worker_id, payload.batch, payload.frames, report, known_version)
         return ShardAck(insert, report, payload.rows, known_version, self)
 
     def after_env_error(self, chunk: Batch) -> tuple[Batch | None, int]:
@@ -369,6 +371,3 @@ class ReplaySource(LearnerSource):
     def settle(self) -> None:
         if self.sampler is not None:
             self.sampler.settle()
-
-
-

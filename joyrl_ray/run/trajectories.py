@@ -29,7 +29,6 @@ FLUSH_EVERY_S = 30.0
 FILE_PATTERN = re.compile(r"^trajs_(\d+)\.pkl$")
 
 
-
 def _atomic_pickle(obj: Any, path: Path) -> None:
     atomic_write(path, lambda f: pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL))
 

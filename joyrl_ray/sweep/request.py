@@ -44,8 +44,7 @@ class SweepRequest:
                     f"general_cfg.load_checkpoint=true general_cfg.load_path={root}"
                 )
             raise ConfigError(
-                f"--resume {root}: not a sweep directory (no {REQUEST_FILE} and {TUNE_DIR}/)"
-                + hint
+                f"--resume {root}: not a sweep directory (no {REQUEST_FILE} and {TUNE_DIR}/)" + hint
             )
         data = yaml.safe_load(file.read_text())
         return cls(dict(data["run_yaml"]), list(data["overrides"]), data["sweep"])

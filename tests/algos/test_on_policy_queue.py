@@ -44,9 +44,7 @@ class Rounds:
         self.queue, self.round_id, self.version = p.objects[0], 0, version
 
     def take(self, rank: int = 0, new_round: bool = True):
-        grant = self.queue.take_rollouts(
-            rank, self.round_id + int(new_round), self.version, 0.0
-        )
+        grant = self.queue.take_rollouts(rank, self.round_id + int(new_round), self.version, 0.0)
         if new_round and (grant.rollout is not None or grant.stop):
             self.round_id += 1
         return grant

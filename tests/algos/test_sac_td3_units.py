@@ -155,9 +155,7 @@ def test_critic_targets_bootstrap_truncated_steps_and_not_terminated_ones(name: 
             noise_rng.set_state(algo.torch_rng.get_state())  # the noise learn() will draw
             noise = algo.parallel.global_randn(4, 2, noise_rng, torch.device("cpu"))
             next_actions, log_prob = algo.policy.actor(next_obs, noise)
-            value = (
-                torch.min(*algo.critic_target(next_obs, next_actions)) - algo.alpha * log_prob
-            )
+            value = torch.min(*algo.critic_target(next_obs, next_actions)) - algo.alpha * log_prob
         else:
             next_actions = algo.actor_target(next_obs).clamp(-1.0, 1.0)
             value = torch.min(*algo.critic_target(next_obs, next_actions))

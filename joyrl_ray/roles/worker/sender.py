@@ -73,9 +73,7 @@ class WorkerSender(ABC):
         """Whether the worker is throttled, after an ack of one of its pushes."""
         return ack.throttled
 
-    def throttled_after_wait(
-        self, ack: PushAck, waited_for_weights: bool, throttled: bool
-    ) -> bool:
+    def throttled_after_wait(self, ack: PushAck, waited_for_weights: bool, throttled: bool) -> bool:
         """Whether the worker is throttled, after a wait for its turn."""
         return ack.throttled
 
