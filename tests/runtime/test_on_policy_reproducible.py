@@ -26,9 +26,17 @@ COMMON = (
     "general_cfg.max_env_steps=4096",  # 8 iterations of 2 x 4 x 64 env steps
     "general_cfg.model_save_fre=1",  # a checkpoint, and an evaluation, every update
 )
-#: case -> (config, the run's overrides)
+#: case -> (config, the run's overrides). The feed-forward case starts its second worker
+#: late on Ray (tests/support/staggered_envs.py): the first has reported a rollout by then.
 RUNS = {
-    "mlp": ("cartpole_ppo", COMMON),
+    "mlp-late-worker": (
+        "cartpole_ppo",
+        (
+            *COMMON,
+            "env_cfg.id=tests.support.staggered_envs:LateSecondWorkerEnv",
+            "env_cfg.kwargs.marks={marks}",
+        ),
+    ),
     "lstm": (
         "cartpole_novel_ppo_lstm",
         (
@@ -36,14 +44,6 @@ RUNS = {
             "algo_cfg.sequence_len=16",  # 4 sequences an env, each from its stored memory
             "algo_cfg.n_minibatches=2",
             "algo_cfg.n_epochs=4",
-        ),
-    ),
-    "late-worker": (
-        "cartpole_ppo",
-        (
-            *COMMON,
-            "env_cfg.id=tests.support.staggered_envs:LateSecondWorkerEnv",
-            "env_cfg.kwargs.marks={marks}",
         ),
     ),
 }
