@@ -35,6 +35,7 @@ class _Round:
     stop: bool = False
     shares: list[Batch | None] = field(default_factory=list)  # per rank
     served: set[int] = field(default_factory=set)
+    env_steps: int = 0  # in its rollouts
 
 
 @dataclass
@@ -112,7 +113,7 @@ class RolloutQueue(DataPlaneRole):
             decided.served.add(rank)
             if len(decided.served) >= self.n_learners:
                 self.rounds.pop(round_id, None)
-            return RolloutGrant(share, decided.stop)
+            return RolloutGrant(share, decided.stop, decided.env_steps)
 
     waits_for = "rollouts from every worker"
 
@@ -131,7 +132,9 @@ class RolloutQueue(DataPlaneRole):
         if len(self.rollouts) < count or not count:  # the run stopped first
             return _Round(stop=True)
         taken, self.rollouts = self.rollouts[:count], self.rollouts[count:]
-        return self._split(taken)
+        decided = self._split(taken)
+        decided.env_steps = sum(r.steps for r in taken)
+        return decided
 
     def _split(self, taken: list[_Rollout]) -> _Round:
         """``taken`` joined along the env axis, in equal env slices, one per learner."""

@@ -163,4 +163,5 @@ class RolloutSource(LearnerSource):
         if grant.rollout is None:
             return Round()
         self.round_id += 1
+        self.env_steps_learned += grant.env_steps
         return Round([grant.rollout])

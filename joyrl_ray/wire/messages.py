@@ -261,6 +261,7 @@ class RolloutGrant:
 
     rollout: dict[str, np.ndarray] | None
     stop: bool
+    env_steps: int = 0  # in the whole iteration's rollouts (every learner's share)
 
 
 @dataclass

@@ -68,7 +68,7 @@ class SlotCluster:
         self.nodes: list[RayNode] = []  # each killed at the end
 
     def start(self) -> None:
-        self.head = RayNode(
+        self.head = RayNode.started(
             "head",
             self.root,
             [
@@ -84,8 +84,7 @@ class SlotCluster:
             self.env,
         )
         self.nodes.append(self.head)
-        self.head.wait_started()
-        self.node2 = RayNode(
+        self.node2 = RayNode.started(
             "node2",
             self.root,
             [
@@ -97,21 +96,19 @@ class SlotCluster:
             self.env,
         )
         self.nodes.append(self.node2)
-        self.node2.wait_started()
 
     @property
     def address(self) -> str:
         return f"{HEAD_IP}:{self.port}"
 
     def add_node3(self, cpus: int = 1) -> RayNode:
-        node3 = RayNode(
+        node3 = RayNode.started(
             "node3",
             self.root,
             [f"--address={self.address}", f"--node-ip-address={NODE3_IP}", f"--num-cpus={cpus}"],
             self.env,
         )
         self.nodes.append(node3)
-        node3.wait_started()
         return node3
 
     def track(self) -> None:

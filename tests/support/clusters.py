@@ -99,6 +99,25 @@ class RayNode:
             time.sleep(0.5)
         raise AssertionError(f"{self.name} not up in {START_TIMEOUT_S} s:\n{self.log_text()}")
 
+    @classmethod
+    def started(
+        cls, name: str, root: Path, args: list[str], env: dict[str, str], tries: int = 3
+    ) -> RayNode:
+        """A node up and blocking, started again (under a new name) when Ray's start timed
+        out: on a loaded 2-core machine a raylet or the GCS may miss Ray's fixed 30 s
+        start-up deadline once."""
+        for attempt in range(1, tries + 1):
+            node = cls(name if attempt == 1 else f"{name}_{attempt}", root, args, env)
+            try:
+                node.wait_started()
+                return node
+            except AssertionError as exc:
+                node.kill()
+                node.log.close()
+                if "timed out during startup" not in str(exc) or attempt == tries:
+                    raise
+        raise AssertionError("unreachable")
+
     def stop(self, timeout: float = 60, *, sweep: bool = True) -> dict[Proc, str]:
         """Stop the node as ``ray stop`` does (SIGTERM): its raylet leaves the cluster, which
         marks the node dead at once; after ``timeout`` the node is killed (:meth:`kill`)."""

@@ -271,9 +271,15 @@ class Learner:
         self.last_report = time.monotonic()
 
     def make_checkpoint(self, *, evaluate: bool) -> CheckpointReport:
+        # The run's env steps as the coordinator counts them, and never fewer than the
+        # learner has learned from: a worker's report may reach the coordinator after the
+        # round its rollout was in was learned (on Ray), and a seeded run's checkpoints say
+        # the same on either backend.
+        counters = Counters(**vars(self.counters))
+        counters.env_steps = max(counters.env_steps, self.source.env_steps_learned)
         return CheckpointReport(
             updates=self.updates,
-            counters=Counters(**vars(self.counters)),
+            counters=counters,
             state=state_to_bytes(self.state()),
             weights=self.algorithm.get_weights(),
             evaluate=evaluate,

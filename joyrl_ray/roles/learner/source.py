@@ -34,6 +34,9 @@ class LearnerSource(ABC):
 
     #: Whether every update is a new weights version (on-policy: the next rollouts need it).
     publishes_every_update: bool = False
+    #: Env steps of the data handed to the learner so far, where the flow knows them (the
+    #: synchronous rollouts); 0 where it does not.
+    env_steps_learned: int = 0
 
     def bind(self, rank: int, world_size: int, max_updates: int) -> None:
         """At the learner: its rank, the group's size, the most updates one round may grant."""
