@@ -2,7 +2,7 @@
 solve needs the memory.
 
 ``configs/cartpole_novel_ppo_lstm_single.yaml`` (PPO with an LSTM, CartPole without its
-velocities) solves within its 150k env steps (``test_single_learning.py``; at 66k here);
+velocities) solves within its 150k env steps (``test_single_learning.py``; at 72k here);
 the same config with a feed-forward actor cannot tell which way the pole moves and stays
 below 200 over 80k env steps, past where the LSTM solved.
 ``configs/cue_recall_ppo_lstm.yaml`` (a GRU) names a cue shown 5 blank steps earlier; a
@@ -24,7 +24,7 @@ FEED_FORWARD = (
     "{layer_type: linear, layer_dim: [64], activation: relu}]"
 )
 SINGLE = ("general_cfg.mp_backend=single", "general_cfg.seed=1")
-CONTROL_STEPS = 80_000  # the LSTM solved at 66k
+CONTROL_STEPS = 80_000  # the LSTM solved at 72k
 
 
 def best_eval(summary: dict) -> float:

@@ -22,7 +22,7 @@ import io
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
@@ -190,7 +190,7 @@ class Learner:
             )
             self.algorithm.join(DataParallel(self.rank, self.world_size))
         where = Placement(f"learner {self.rank}", *node_here(), os.getpid())
-        restored = Counters(**vars(self.counters))
+        restored = replace(self.counters)
         started = self.coordinator.learner_started(
             self.rank, self.generation, restored, where
         ).result(timeout_s=CALL_SLACK_S)
@@ -275,8 +275,8 @@ class Learner:
         # learner has learned from: a worker's report may reach the coordinator after the
         # round its rollout was in was learned (on Ray), and a seeded run's checkpoints say
         # the same on either backend.
-        counters = Counters(**vars(self.counters))
-        counters.env_steps = max(counters.env_steps, self.source.env_steps_learned)
+        env_steps = max(self.counters.env_steps, self.source.env_steps_learned)
+        counters = replace(self.counters, env_steps=env_steps)
         return CheckpointReport(
             updates=self.updates,
             counters=counters,
