@@ -3,6 +3,7 @@ goes and comes back.
 
     python benchmarks/chaos.py                         # DQN and PPO, 10 minutes each
     python benchmarks/chaos.py --cases dqn --minutes 2 --kill-every 15
+    python benchmarks/chaos.py --cases dqn --minutes 2 --step-latency-ms 4   # paced envs
 
 The cluster is three raylets on this machine (``ray.cluster_utils.Cluster``): the head
 (2 CPUs) and two more nodes (2 CPUs each), each with a temp dir of its own, as on separate
@@ -10,7 +11,9 @@ machines (nodes sharing one would share the job's working_dir copy, which a node
 unpacks again, deleting it under the other nodes' workers). Each case is ``python main.py``
 attached to it (``general_cfg.ray_address``), with 3 workers and unlimited restart budgets,
 run for ``--minutes`` with no reward threshold to stop it early, then stopped with Ctrl-C
-(SIGINT).
+(SIGINT). With ``--step-latency-ms`` every env step also sleeps that long (the
+``step_latency`` wrapper): the run's pace is capped, so the soak takes less of a machine it
+shares (its tests run beside others) while the kills and their recoveries are the same.
 
 After a quiet stretch (``--quiet-s``, the run's pace before the chaos), a seeded schedule
 SIGKILLs one role about every ``--kill-every`` seconds, drawn among the live processes of
@@ -256,6 +259,13 @@ def _node_pids(node: Any) -> set[int]:
     return found
 
 
+def paced(step_latency_ms: float) -> tuple[str, ...]:
+    """The overrides that make every env step also sleep ``step_latency_ms`` (none at 0)."""
+    if step_latency_ms <= 0:
+        return ()
+    return ("env_cfg.wrappers=[step_latency]", f"env_cfg.step_latency_s={step_latency_ms / 1000:g}")
+
+
 def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> dict:
     case = CASES[name]
     tasks = Path(tempfile.mkdtemp(prefix=f"chaos-{name}-"))
@@ -269,6 +279,7 @@ def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]
         f"general_cfg.seed={args.seed}",
         *COMMON,
         *case.overrides,
+        *paced(args.step_latency_ms),
     ]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
@@ -410,6 +421,9 @@ def main() -> int:
     parser.add_argument("--kill-every", type=float, default=20.0, help="seconds, about")
     parser.add_argument("--quiet-s", type=float, default=45.0, help="no chaos at first")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--step-latency-ms", type=float, default=0.0, help="each env step also sleeps this long"
+    )
     args = parser.parse_args()
     if args.minutes * 60 <= args.quiet_s + 2 * args.kill_every:
         parser.error("--minutes leaves no time for the chaos after --quiet-s")
