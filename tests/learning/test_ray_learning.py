@@ -8,7 +8,8 @@ marked ``ci`` for memory, one per rollout flow on the same task (a cue recalled 
 steps later, which no policy without memory beats): PPO with a GRU (synchronous rollouts)
 and APPO with a GRU (asynchronous rollouts, V-trace over sequences); and R2D2 (an LSTM Q
 network on sequence replay, two replay shards) on CartPole without its velocities, to 200
-(its 475 within 150k is the benchmark's: about 1 run in 7 misses it). PPO with an LSTM on
+with 64 sequences per update (the shipped 128 cost twice the CPU per update; its 475
+within 150k is the benchmark's). PPO with an LSTM on
 CartPole without its velocities runs in one process in CI (``test_single_learning.py``);
 it and APPO with an LSTM on Pendulum without its angular velocity run on Ray in the
 benchmark. Each is the run ``python main.py --yaml configs/<name>.yaml`` makes, through
