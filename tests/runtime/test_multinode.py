@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from joyrl_ray.backends.ray_cluster import LOCAL_START_TIMED_OUT
 from joyrl_ray.backends.ray_version import installed_ray
 from tests.support.cli_runs import LIGHT_LEARNING, TINY_DQN, config_path, step_latency
 from tests.support.cluster_runs import env_steps_past, in_log, read_text, wait_for
@@ -128,7 +129,7 @@ def _start_head() -> TwoNodes:
             return nodes
         except AssertionError:
             log = nodes.head.log_text()
-            late = "Failed to start the dashboard" in log or "timed out during startup" in log
+            late = "Failed to start the dashboard" in log or LOCAL_START_TIMED_OUT in log
             nodes.stop()
             shutil.rmtree(nodes.root, ignore_errors=True)
             if not late or attempt == DASHBOARD_TRIES:

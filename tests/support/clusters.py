@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from joyrl_ray.backends.ray_cluster import LOCAL_START_TIMED_OUT
 from joyrl_ray.backends.ray_version import has_token_auth, installed_ray
 from tests.support.procs import Proc, descendants, free_port, kill_procs, main_env, wait_gone
 
@@ -114,7 +115,7 @@ class RayNode:
             except AssertionError as exc:
                 node.kill()
                 node.log.close()
-                if "timed out during startup" not in str(exc) or attempt == tries:
+                if LOCAL_START_TIMED_OUT not in str(exc) or attempt == tries:
                     raise
         raise AssertionError("unreachable")
 
