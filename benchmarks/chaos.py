@@ -55,6 +55,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from envs.latency import step_latency_overrides  # noqa: E402
+
 POLL_S = 0.5
 END_WAIT_S = 180.0  # after the SIGINT, how long the run gets to exit before it counts as hung
 START_WAIT_S = 300.0  # how long the first env step may take (actors start on a busy machine)
@@ -259,13 +263,6 @@ def _node_pids(node: Any) -> set[int]:
     return found
 
 
-def paced(step_latency_ms: float) -> tuple[str, ...]:
-    """The overrides that make every env step also sleep ``step_latency_ms`` (none at 0)."""
-    if step_latency_ms <= 0:
-        return ()
-    return ("env_cfg.wrappers=[step_latency]", f"env_cfg.step_latency_s={step_latency_ms / 1000:g}")
-
-
 def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> dict:
     case = CASES[name]
     tasks = Path(tempfile.mkdtemp(prefix=f"chaos-{name}-"))
@@ -279,7 +276,7 @@ def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]
         f"general_cfg.seed={args.seed}",
         *COMMON,
         *case.overrides,
-        *paced(args.step_latency_ms),
+        *step_latency_overrides(args.step_latency_ms / 1000),
     ]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)

@@ -41,6 +41,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from envs.latency import step_latency_overrides  # noqa: E402
+
 SMALL_NET = "[{layer_type: linear, layer_dim: [32], activation: relu}]"
 LARGE_NET = (
     "[{layer_type: linear, layer_dim: [1024], activation: relu}, "
@@ -102,8 +106,7 @@ def worker_bound(args: argparse.Namespace) -> list[Config]:
     case = (
         f"general_cfg.max_env_steps={steps}",
         "general_cfg.worker_num_cpus=0.1",
-        "env_cfg.wrappers=[step_latency]",
-        f"env_cfg.step_latency_s={args.latency}",
+        *step_latency_overrides(args.latency),
         f"algo_cfg.value_layers={SMALL_NET}",
         "algo_cfg.batch_size=32",
         "algo_cfg.learn_start=500",

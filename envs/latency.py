@@ -28,6 +28,14 @@ def step_latency_of(env_cfg: Any, worker_id: int | None) -> float:
     return float(env_cfg.step_latency_s)
 
 
+def step_latency_overrides(seconds: float) -> tuple[str, ...]:
+    """The command-line overrides that make every env step and reset also sleep ``seconds``
+    (none at 0): an idle wait, so a run's pace holds however fast the machine."""
+    if seconds <= 0:
+        return ()
+    return ("env_cfg.wrappers=[step_latency]", f"env_cfg.step_latency_s={seconds:g}")
+
+
 class StepLatency(gym.Wrapper):
     """Sleeps ``step_latency_s`` seconds per ``step`` and ``reset``; otherwise transparent."""
 

@@ -2,8 +2,8 @@
 
 The tree is the architecture. Each folder imports only the folders listed below it (a
 test holds it to that), and the modules at this root are what every layer shares:
-``config`` (python defaults < yaml < ``key=value``, checked), ``general_config`` (the
-``general_cfg`` schema), ``data_needs`` (what an algorithm asks of the data path),
+``config/`` (python defaults < yaml < ``key=value``, checked; the ``general_cfg`` schema;
+the reference in docs/), ``data_needs`` (what an algorithm asks of the data path),
 ``batch`` (columns of numpy arrays), ``normalization`` (running observation and return
 statistics, merged across workers), ``seeding``, ``heap``.
 

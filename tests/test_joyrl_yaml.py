@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from joyrl_ray.config import ConfigError, RunConfig, load_config
-from joyrl_ray.config_docs import joyrl_section
+from joyrl_ray.config.docs import joyrl_section
 from joyrl_ray.run.trajectories import load as load_trajectories
 from tests.support.cli_runs import summary_of
 from tests.support.procs import task_dirs

@@ -33,7 +33,7 @@ RUNTIME_DIR = ROOT / "joyrl_ray"
 #: Lines allowed to name an algorithm: (file relative to the repo, the line's code).
 #: The default algo_name: a bare ``python main.py`` trains DQN on CartPole-v1 (the
 #: README's first command). Moving that default into ``algos/`` would let this entry go.
-ALLOWED = {("joyrl_ray/general_config.py", 'algo_name: str = "DQN"')}
+ALLOWED = {("joyrl_ray/config/general.py", 'algo_name: str = "DQN"')}
 
 
 def python_files(folder: Path) -> list[Path]:

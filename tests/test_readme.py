@@ -20,7 +20,7 @@ import pytest
 
 import main
 from joyrl_ray.config import load_config
-from joyrl_ray.config_docs import page
+from joyrl_ray.config.docs import page
 from tests.support.runs import ROOT
 
 README = ROOT / "README.md"
@@ -111,4 +111,4 @@ def test_readme_links_every_docs_page() -> None:
 
 def test_config_reference_is_current() -> None:
     reference = (ROOT / "docs" / "config.md").read_text()
-    assert reference == page(), "regenerate: python -m joyrl_ray.config_docs > docs/config.md"
+    assert reference == page(), "regenerate: python -m joyrl_ray.config.docs > docs/config.md"

@@ -33,7 +33,7 @@ from joyrl_ray.backends.placement import (
     wait_for_death,
 )
 from joyrl_ray.backends.runtime import LearnerSetup, RoleEvents
-from joyrl_ray.general_config import GeneralConfig
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.roles.learner.client import LearnerClient
 from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import Learner, LearnerResult

@@ -17,8 +17,8 @@ from joyrl_ray.backends.runtime import (
     RoleResults,
     Spaces,
 )
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.flows.base import DataPlane
-from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.roles.learner.learner import Learner

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from joyrl_ray.general_config import GeneralConfig
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.wire.messages import Placement
 from joyrl_ray.wire.where import node_here
 

@@ -24,8 +24,8 @@ from joyrl_ray.backends.runtime import (
     Spaces,
 )
 from joyrl_ray.backends.worker_fleet import WorkerFleet
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.flows.base import DataPlane
-from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.wire.handles import (

@@ -22,7 +22,7 @@ from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.flows.base import DataPlane
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.config import EvaluatorConfig
-from joyrl_ray.roles.evaluator.evaluator import EvalResult
+from joyrl_ray.roles.evaluator.results import EvalResult
 from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import LearnerResult, LearnerStats
 from joyrl_ray.roles.worker.config import WorkerConfig

@@ -27,7 +27,7 @@ from joyrl_ray.backends.placement import (
 )
 from joyrl_ray.backends.planes import RayPlanes
 from joyrl_ray.backends.runtime import RoleEvents, RoleResults
-from joyrl_ray.general_config import GeneralConfig
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.roles.worker.client import WorkerClient
 from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.worker import Worker, WorkerStats

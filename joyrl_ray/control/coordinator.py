@@ -16,13 +16,12 @@ workers and waiting learners wake; that is the only call it makes.
 Accounting: every env step a worker reports is *collected* here; the data plane counts
 what it stored and dropped, the coordinator what was lost with workers or never sent, so
 ``transitions_collected == sum(stored) + sum(dropped)`` over the coordinator and every
-data-plane actor.
+data-plane actor (the coordinator keeps these books in its ``WorkerLedger``).
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +31,8 @@ import numpy as np
 from joyrl_ray.control.env_error_budget import EnvErrorBudget
 from joyrl_ray.control.mailboxes import Mailboxes
 from joyrl_ray.control.newest_weights import NewestWeights
-from joyrl_ray.control.report_gaps import ReportGaps
 from joyrl_ray.control.run_normalization import RunNormalization
+from joyrl_ray.control.worker_ledger import WorkerLedger
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.normalization import NormSettings
 from joyrl_ray.wire.handles import Call, LocalStore, ObjectStore, RoleError
@@ -101,20 +100,13 @@ class Coordinator(WaitingRoom):
     ) -> None:
         super().__init__()
         self.stop_rule = stop_rule
-        self.learning = learning  # False in test mode: nothing is stored
         self.store = store or LocalStore()
         self.data_plane = list(data_plane)  # clients with request_stop(reason)
         self.stop_calls: list[Call[None]] = []
         start = counters or Counters()
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
         self.start_env_steps = start.env_steps  # where this run (or its resume) began
-        self.active_workers = set(range(n_workers))
-        self.initial_workers = n_workers  # more join when the fleet grows (max_workers)
-        self.collected = 0
-        self.dropped: Counter[str] = Counter()
-        # By replay shard: rows its workers sent and it acknowledged or still holds; at the
-        # end, what a shard does not hold was lost with an earlier incarnation of it.
-        self.rows_sent: Counter[int] = Counter()
+        self.workers = WorkerLedger(n_workers, learning)
         self.weights = NewestWeights(self.store)
         # Workers' normalization deltas merged (a resume and test mode: from the checkpoint's).
         self.norm = RunNormalization(normalization or NormSettings(), start_normalization)
@@ -126,15 +118,6 @@ class Coordinator(WaitingRoom):
         self.learner_generation = 0
         self.mail = Mailboxes()
         self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
-        self.last_push: dict[int, float] = {}
-        # Per worker: env steps counted but not yet delivered as rows or drops (the n-step
-        # steps a worker holds back). Lost with the worker if it dies.
-        self.owed: Counter[int] = Counter()
-        self.registered: set[int] = set()
-        self.returning: set[int] = set()  # shed workers let back in, not registered yet
-        self.worker_ips: dict[int, str] = {}  # where each worker's newest process runs
-        self.incarnations: Counter[int] = Counter()  # per worker: Ray's restarts of it
-        self.gaps = ReportGaps()
         self.busy_s = 0.0
         freeze_startup_heap()
 
@@ -156,46 +139,36 @@ class Coordinator(WaitingRoom):
         """
         with self._cond:
             self.mail.placements.append(where)
-            self.worker_ips[worker_id] = where.ip
-            self.last_push[worker_id] = time.monotonic()
+            kind = self.workers.start(worker_id, where.ip)
             # A worker's first process draws its random streams from where the run began, so
             # a seeded run does not depend on how the workers' starts race; a restarted or
             # returning one from where the run is now.
             stream_steps = self.counters.env_steps
-            if worker_id not in self.registered and worker_id not in self.returning:
+            if kind in ("first", "joins"):
                 stream_steps = self.start_env_steps
-            if worker_id not in self.registered and worker_id >= self.initial_workers:
+            if kind == "joins":
                 self.mail.events.append(f"worker {worker_id} joins the run, on {where.ip}")
-            if worker_id in self.returning:  # a shed worker's new process
-                self.returning.discard(worker_id)
+            elif kind == "back":
                 self.mail.events.append(f"worker {worker_id} is back, on {where.ip}")
                 self.norm.restarted(worker_id)
-            elif worker_id in self.registered:
+            elif kind == "restarted":
                 restarts = self.mail.worker_restarts
                 restarts[worker_id] += 1
-                lost = self._lose_worker_steps(worker_id)
+                lost = self.workers.lose_steps(worker_id)
                 self.mail.events.append(
                     f"worker {worker_id} was restarted on {where.ip} (restart "
                     f"{restarts[worker_id]}); {lost} env steps it held back were lost"
                 )
-                self.incarnations[worker_id] += 1
                 self.norm.restarted(worker_id)
-            self.registered.add(worker_id)
             stopped = self.stop_reason is not None
             return WorkerStart(
                 self.counters.env_steps,
                 stopped,
                 self.weights.newest(),
-                self.incarnations[worker_id],
+                self.workers.incarnations[worker_id],
                 self.norm.shared(),
                 stream_steps,
             )
-
-    def _lose_worker_steps(self, worker_id: int) -> int:
-        lost = self.owed.pop(worker_id, 0)
-        if lost:
-            self.dropped["lost_with_worker"] += lost
-        return lost
 
     def report_worker(
         self, report: WorkerReport, rows: int, known_version: int, shard: int = -1
@@ -215,35 +188,16 @@ class Coordinator(WaitingRoom):
         with self._cond:
             for report, rows in reports:
                 self._count(report, rows, shard)
-                if shard >= 0:
-                    self.rows_sent[shard] += rows
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 
-    def _gone(self, worker: int, incarnation: int) -> bool:
-        return incarnation < self.incarnations[worker] or worker not in self.active_workers
-
     def _count(self, report: WorkerReport, rows: int, shard: int) -> None:
-        worker = report.worker_id
-        # A report that reaches the coordinator after its worker was restarted or dropped
-        # (it waited in a shard): what the worker held back died with that process.
-        gone = self._gone(worker, report.incarnation)
-        self.gaps.record(report, rows, shard)
-        self.collected += report.env_steps
-        self.dropped.update(report.dropped)
+        gone = self.workers.count(report, rows, shard)
         self.mail.worker_times.add(report.times)
-        if not gone:
-            self.last_push[worker] = time.monotonic()
-            if report.norm_delta is not None:  # an earlier incarnation's deltas are left out
-                self.norm.take(worker, report.norm_delta)
-        held = report.env_steps - rows - sum(report.dropped.values())
-        if not self.learning:
-            self.dropped["not_learned_in_test_mode"] += report.env_steps
-        elif gone:
-            self.dropped["lost_with_worker"] += held
-        else:
-            self.owed[worker] += held
+        # An earlier incarnation's normalization deltas are left out.
+        if not gone and report.norm_delta is not None:
+            self.norm.take(report.worker_id, report.norm_delta)
         if report.env_errors:
             self.env_error_count += len(report.env_errors)
             self.mail.env_errors.extend(report.env_errors)
@@ -283,10 +237,8 @@ class Coordinator(WaitingRoom):
     def drop_worker(self, worker_id: int) -> int:
         """A worker is gone for good. Returns the env steps it held back, lost with it."""
         with self._cond:
-            lost = self._lose_worker_steps(worker_id)
-            self.active_workers.discard(worker_id)
-            self.last_push.pop(worker_id, None)
-            if not self.active_workers:
+            lost = self.workers.drop(worker_id)
+            if not self.workers.active:
                 self._stop("no_workers_left", "every worker died past its restart budget")
             self._cond.notify_all()
             return lost
@@ -294,23 +246,19 @@ class Coordinator(WaitingRoom):
     def shed_worker(self, worker_id: int) -> tuple[int, str | None]:
         """A worker stopped to make room (see ``drop_worker``): the env steps lost with it,
         and the ip it ran on."""
-        return self.drop_worker(worker_id), self.worker_ips.get(worker_id)
+        return self.drop_worker(worker_id), self.workers.ips.get(worker_id)
 
     def admit_worker(self, worker_id: int) -> None:
         """A worker joins the run: a new one (the fleet grows), or one shed earlier back as
         a new process (its reports count again; those of its earlier process that arrive
         late count as lost with it)."""
         with self._cond:
-            self.active_workers.add(worker_id)
-            if worker_id in self.registered:
-                self.incarnations[worker_id] += 1
-                self.returning.add(worker_id)
+            self.workers.admit(worker_id)
 
     def count_lost(self, shard: int, rows: int, line: str) -> None:
         """Rows a replay shard lost in flight (it died during their insert), for the log."""
         with self._cond:
-            self.dropped["lost_with_shard"] += rows
-            self.rows_sent[shard] -= rows
+            self.workers.lose_with_shard(shard, rows)
             self.mail.events.append(line)
 
     # ----- learners -----
@@ -400,7 +348,7 @@ class Coordinator(WaitingRoom):
         with self._cond:
             self._settle_stop_calls()
             return self.mail.drain(
-                self.counters, self.stop_reason, self.stop_detail, len(self.active_workers)
+                self.counters, self.stop_reason, self.stop_detail, len(self.workers.active)
             )
 
     def stall_report(self) -> StallReport:
@@ -409,19 +357,17 @@ class Coordinator(WaitingRoom):
             now = time.monotonic()
             return StallReport(
                 waiting=waiting,
-                last_push_age_s={w: round(now - t, 1) for w, t in self.last_push.items()},
-                active_workers=len(self.active_workers),
+                last_push_age_s={w: round(now - t, 1) for w, t in self.workers.last_push.items()},
+                active_workers=len(self.workers.active),
             )
 
     def stats(self) -> CoordinatorStats:
         with self._cond:
-            steps, dropped, sent = self.gaps.account(self._gone)  # reports lost with shards
-            dropped.update(self.dropped)
-            sent.update(self.rows_sent)
+            collected, dropped, sent = self.workers.totals()
             return CoordinatorStats(
-                transitions_collected=self.collected + steps,
-                transitions_dropped={k: v for k, v in dropped.items() if v},
-                rows_sent=dict(sent),
+                transitions_collected=collected,
+                transitions_dropped=dropped,
+                rows_sent=sent,
                 weights_versions=self.weights.version,
                 weights_rejected=self.weights.rejected,
                 env_errors=self.env_error_count,

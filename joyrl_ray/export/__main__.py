@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.export.inputs import (
     CHECKPOINT_HINT,
     SUFFIXES,
@@ -18,7 +19,6 @@ from joyrl_ray.export.inputs import (
     check_format,
     find_task,
 )
-from joyrl_ray.general_config import GeneralConfig
 
 if TYPE_CHECKING:
     from algos.export import ActingGraph

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.data.report_forwarder import ReportSink
-from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.learner.source import LearnerSource
 from joyrl_ray.roles.worker.sender import WorkerSender
 from joyrl_ray.wire.handles import Call, Handle, RoleDied, RoleError

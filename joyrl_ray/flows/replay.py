@@ -20,6 +20,7 @@ from gymnasium.spaces import Space
 
 from joyrl_ray.batch import GENERATIONS, SLOTS, TRUNCATED, Batch, batch_rows
 from joyrl_ray.config import ConfigError
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.data.buffers.frames import FrameEncoder
 from joyrl_ray.data.buffers.nstep import NStepFolder
@@ -35,7 +36,6 @@ from joyrl_ray.flows.base import (
     DataPlaneStats,
     DataSetup,
 )
-from joyrl_ray.general_config import GeneralConfig
 from joyrl_ray.roles.learner.sampling import ShardSampler
 from joyrl_ray.roles.learner.source import LearnerSource, Round
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender

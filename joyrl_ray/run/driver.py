@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,14 +21,14 @@ import numpy as np
 
 from joyrl_ray.backends.runtime import RoleEvents, Runtime
 from joyrl_ray.config import RunConfig
-from joyrl_ray.roles.evaluator.evaluator import EvalResult
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.run.atomic_file import atomic_write_bytes
 from joyrl_ray.run.checkpoint import CheckpointStore
+from joyrl_ray.run.evaluations import CheckpointEvaluations
 from joyrl_ray.run.modes import REPLAY_FILE
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.run.signals import StopSignals, running
-from joyrl_ray.wire.handles import Call, CallTimeout, RoleDied, RoleError
+from joyrl_ray.wire.handles import CallTimeout, RoleDied, RoleError
 from joyrl_ray.wire.messages import CheckpointRef, CheckpointReport, Placement, Reports, StallReport
 
 DRAIN_EVERY_S = 0.5  # at least this often; a checkpoint or the stop wakes the driver at once
@@ -40,11 +39,6 @@ END_WAIT_S = 120.0  # how long the roles get to finish after the stop
 # stuck roles will not finish): the learner hands in its final checkpoint within a second
 # or two, and evaluations still running are not waited for.
 HURRIED_END_WAIT_S = 10.0
-# Checkpoints waiting for the evaluator. The driver takes each checkpoint when it comes (the
-# runtime wakes it), but an evaluation may take longer than the learner needs for the next
-# one; a short queue keeps each evaluated, in order, through such bursts, and drops the
-# oldest only when evaluation falls further behind.
-EVAL_QUEUE = 4
 FAILURE_STOPS = {
     "coordinator_failed",
     "data_server_failed",
@@ -97,8 +91,7 @@ class Driver:
         self.announce_placement = announce_placement
         self.outcome = DriveOutcome(0, None, None, best_return=best_return)
         self.latest_state: bytes | None = None
-        self.eval_in_flight: tuple[Call[EvalResult], CheckpointReport] | None = None
-        self.eval_queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE)
+        self.evals = CheckpointEvaluations(cfg, runtime, recorder, store, self.outcome, self._stop)
         self.progress_mark = (time.monotonic(), -1, -1)
         self.placement_announced = False
         self.data_plane_placed = False
@@ -116,7 +109,7 @@ class Driver:
                 self._take_events(events)
                 if self.coordinator_alive:
                     self._drain()
-                self._pump_evals()
+                self.evals.pump()
                 if signals.received is not None and self.outcome.stop_reason is None:
                     self.recorder.log(f"{signals.name}: stopping every role")
                     # A signal may be the first of several (a scheduler's grace period):
@@ -153,20 +146,12 @@ class Driver:
         are counted as skipped."""
         deadline = time.monotonic() + self.end_wait_s
         solved = self.outcome.stop_reason == "reward_threshold"
-        while self.eval_in_flight or self.eval_queue:
+        while self.evals.pending:
             if solved or self._signalled() or self.hurried or time.monotonic() > deadline:
                 break
-            self._pump_evals()
+            self.evals.pump()
             time.sleep(0.1)
-        self._abandon_evals()
-
-    def _abandon_evals(self) -> None:
-        left = len(self.eval_queue) + (self.eval_in_flight is not None)
-        if left:
-            self.outcome.evals_skipped += left
-            self.recorder.log(f"{left} evaluation(s) still running or queued: not waited for")
-        self.eval_queue.clear()
-        self.eval_in_flight = None
+        self.evals.abandon()
 
     def _stop(self, reason: str, error: str | None, exit_code: int) -> None:
         if self.outcome.stop_reason is not None:
@@ -194,7 +179,7 @@ class Driver:
             self._take_events(self.runtime.advance(DRAIN_EVERY_S))
             if self.coordinator_alive:
                 self._drain()
-            self._pump_evals()
+            self.evals.pump()
         if not self.runtime.finished:
             self.recorder.log(
                 f"roles still running {self.end_wait_s:g} s after the stop: ending them"
@@ -275,10 +260,7 @@ class Driver:
         if self.cfg.general.save_buffer:
             self._save_buffer()
         if checkpoint.evaluate and self.runtime.evaluator is not None:
-            if len(self.eval_queue) == self.eval_queue.maxlen:
-                self._eval_skipped(self.eval_queue[0].updates)
-            self.eval_queue.append(checkpoint)
-            self._pump_evals()
+            self.evals.add(checkpoint)
 
     def _save_buffer(self) -> None:
         try:
@@ -292,75 +274,6 @@ class Driver:
         savez: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle flag
         savez(data, **state)
         atomic_write_bytes(data.getvalue(), self.store.dir / REPLAY_FILE)
-
-    def _pump_evals(self) -> None:
-        """Start the next queued evaluation when none runs; take the results that are in."""
-        while True:
-            if self.eval_in_flight is None:
-                if not self.eval_queue:
-                    return
-                checkpoint = self.eval_queue.popleft()
-                call = self.runtime.evaluate(
-                    checkpoint.weights,
-                    checkpoint.updates,
-                    checkpoint.counters.env_steps,
-                    checkpoint.normalization,
-                )
-                self.eval_in_flight = (call, checkpoint)
-            call, checkpoint = self.eval_in_flight
-            if not call.done():
-                return
-            self.eval_in_flight = None
-            try:
-                result = call.result(timeout_s=END_WAIT_S)
-            except RoleError as exc:
-                self._eval_failed(checkpoint.updates, str(exc))
-            else:
-                self._take_eval(result, checkpoint)
-
-    def _eval_skipped(self, updates: int) -> None:
-        """The oldest queued evaluation gives way to a newer checkpoint. The first time is
-        shown on the console: a run whose evaluations fall behind learns on past the
-        checkpoint that solved it, and its best model is one of fewer checkpoints."""
-        self.outcome.evals_skipped += 1
-        line = (
-            f"the evaluation of the checkpoint at {updates} updates was skipped: evaluating "
-            f"{self.cfg.general.online_eval_episode} episodes takes longer than learning "
-            f"from one checkpoint to the next (general_cfg.model_save_fre="
-            f"{self.cfg.general.model_save_fre})"
-        )
-        self.recorder.log(line)
-        if self.outcome.evals_skipped == 1:
-            self.recorder.note(
-                f"warning: {line}; raise model_save_fre or lower online_eval_episode for an "
-                "evaluation of every checkpoint (later skips: logs/log.txt)"
-            )
-
-    def _eval_failed(self, updates: int, why: str) -> None:
-        """One line in the log; the run goes on, and so do the next evaluations. The first
-        failure is shown on the console too: a run whose evaluations all fail never stops at
-        its reward_threshold nor keeps a best model, and its user must hear why."""
-        self.outcome.evals_failed += 1
-        line = f"evaluation at {updates} updates failed: {why}"
-        self.recorder.log(line)
-        if self.outcome.evals_failed == 1:
-            self.recorder.note(f"warning: {line} (the run goes on; later failures: logs/log.txt)")
-
-    def _take_eval(self, result: EvalResult, checkpoint: CheckpointReport) -> None:
-        self.outcome.eval_env_errors += result.env_errors
-        if result.error is not None:
-            self._eval_failed(checkpoint.updates, result.error)
-            return
-        self.recorder.record_eval(result)
-        general = self.cfg.general
-        mean = result.returns["return_mean"]
-        if general.save_best_model is not False and mean > self.outcome.best_return:
-            self.outcome.best_return = mean
-            # Exactly the evaluated checkpoint, with the evaluation it got.
-            self.store.save_best(checkpoint.state, result.returns)
-        threshold = general.reward_threshold
-        if threshold is not None and mean >= threshold and self.outcome.stop_reason is None:
-            self._stop("reward_threshold", None, 0)
 
     # ----- the end -----
     def _take_results(self) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from joyrl_ray.roles.evaluator.evaluator import EvalResult
+from joyrl_ray.roles.evaluator.results import EvalResult
 from joyrl_ray.run.atomic_file import atomic_write_text
 from joyrl_ray.run.bottleneck import difference_l, difference_w, judge
 from joyrl_ray.run.task_dir import TaskDir

@@ -16,7 +16,7 @@ from joyrl_ray.backends.runtime import RoleResults
 from joyrl_ray.config import RunConfig
 from joyrl_ray.control.coordinator import CoordinatorStats
 from joyrl_ray.flows.base import DataPlaneStats
-from joyrl_ray.roles.evaluator.evaluator import summarize_returns
+from joyrl_ray.roles.evaluator.results import summarize_returns
 from joyrl_ray.roles.learner.learner import learner_seconds
 from joyrl_ray.run import modes
 from joyrl_ray.run.bottleneck import describe as describe_bottleneck

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from envs.latency import step_latency_overrides
 from tests.support.procs import TrackedRun, task_dirs
 from tests.support.runs import ROOT
 
@@ -120,10 +121,8 @@ def assert_accounting(summary: dict[str, Any]) -> None:
 LIGHT_LEARNING = ("algo_cfg.updates_per_step=0.1", "general_cfg.online_eval=false")
 
 
-def step_latency(seconds: float) -> tuple[str, str]:
-    """Overrides that make every env step and reset also sleep ``seconds`` (the
-    ``step_latency`` wrapper): an idle wait, so a run's pace holds however fast the machine."""
-    return ("env_cfg.wrappers=[step_latency]", f"env_cfg.step_latency_s={seconds:g}")
+#: Overrides that make every env step and reset also sleep the seconds given.
+step_latency = step_latency_overrides
 
 
 #: A DQN run that shows plumbing (attach, placement, resume, a mode), not learning: a

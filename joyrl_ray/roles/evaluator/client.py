@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from joyrl_ray.roles.evaluator.evaluator import EvalResult, OnlineEvaluator
+from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
+from joyrl_ray.roles.evaluator.results import EvalResult
 from joyrl_ray.wire.handles import Call
 from joyrl_ray.wire.role_client import RoleClient
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from envs import EnvConfig
 from joyrl_ray.config import RunConfig
-from joyrl_ray.general_config import FaultInjectionConfig
+from joyrl_ray.config.general import FaultInjectionConfig
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from joyrl_ray.general_config import FaultInjectionConfig
+from joyrl_ray.config.general import FaultInjectionConfig
 
 
 class KillSchedule:

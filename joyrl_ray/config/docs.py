@@ -1,6 +1,6 @@
 """Prints the config reference (every key, default, meaning) as markdown tables.
 
-``python -m joyrl_ray.config_docs > docs/config.md`` regenerates the reference from the
+``python -m joyrl_ray.config.docs > docs/config.md`` regenerates the reference from the
 schema dataclasses, whose field comments (and comment lines right under a field) are the
 documentation.
 """
@@ -13,8 +13,8 @@ import re
 
 from algos import ALGORITHMS, ALIASES
 from envs import ENV_FAMILIES, EnvConfig
-from joyrl_ray.config import JOYRL_KEYS
-from joyrl_ray.general_config import GeneralConfig
+from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.config.loading import JOYRL_KEYS
 
 FIELD_LINE = re.compile(r"^\s+(\w+): [^=]+= (.+?)(?:\s+# (.*))?$")
 CONTINUATION = re.compile(r"^\s+# (.*)$")  # a comment line right under a field goes on
@@ -205,7 +205,7 @@ def page() -> str:
     intro = (
         "# Config reference\n\n"
         "Every key, its default and its meaning. Generated from the schema dataclasses by\n"
-        "`python -m joyrl_ray.config_docs > docs/config.md`; do not edit by hand.\n\n"
+        "`python -m joyrl_ray.config.docs > docs/config.md`; do not edit by hand.\n\n"
         "Defaults come first, then the `--yaml` file, then `section.key=value` arguments.\n"
         "`-1` means no limit."
     )

@@ -1,9 +1,9 @@
-"""Python defaults, then the yaml file, then ``section.key=value`` overrides.
+"""The checks of a run config: each section's keys as it is merged, each merged section's values.
 
-Each section is merged with OmegaConf against a typed dataclass schema: ``general_cfg``
-(:class:`GeneralConfig`), ``algo_cfg`` (the config class of the algorithm that the merged
-``general_cfg.algo_name`` names) and ``env_cfg`` (:class:`envs.EnvConfig`). Anything
-wrong raises :class:`ConfigError` with one line naming the key or value and what is allowed.
+Anything wrong raises :class:`ConfigError` with one line naming the key or value and what is
+allowed. Apart from the loading (:mod:`joyrl_ray.config.loading`), which reads and merges
+the sections and calls these checks: the rules are most of the code, and each reads on its
+own. :class:`ConfigError` is defined here, below the loading, as both raise it.
 """
 
 from __future__ import annotations
@@ -11,186 +11,55 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib.util
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from algos import canonical_name, get_algorithm
 from algos.layers import LayerConfig, validate_layers
-from envs import ENV_FAMILIES, EnvConfig, EnvSpecError, check_env_id
+from envs import ENV_FAMILIES, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES, VECTOR_MODES
 from envs.registry import check_wrappers
-from joyrl_ray.general_config import (
+from joyrl_ray.config.general import (
     BACKENDS,
     DEVICES,
     MODES,
     PLACEMENTS,
     TRACKERS,
     TRACKING_EXTRA,
-    GeneralConfig,
 )
-
-SECTIONS = ("general_cfg", "algo_cfg", "env_cfg")
 
 
 class ConfigError(ValueError):
     """Bad user input; ``str(error)`` is the one line shown to the user."""
 
 
-def load_yaml_file(path: str | Path, option: str = "--yaml") -> Any:
-    """The parsed yaml of the file given as ``option``; one line when it is missing or
-    malformed (where, and what)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{option} {path}: no such file")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        if "'\\t'" in problem:
-            problem += "; indent yaml with spaces, not tabs"
-        raise ConfigError(f"{option} {path}: malformed yaml{where}: {problem}") from None
-
-
-def read_yaml(path: str | Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The sections of a run yaml (and the ``extra`` sections it may hold: a sweep's)."""
-    data = load_yaml_file(path)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"--yaml {path}: expected a mapping with sections {', '.join(SECTIONS)}")
-    for section, body in data.items():
-        if section not in SECTIONS + extra:
-            raise ConfigError(_unknown(str(section), "", SECTIONS + extra, what="section"))
-        if body is not None and not isinstance(body, dict):
-            raise ConfigError(f"--yaml {path}: section {section} must be a mapping")
-    return {k: v or {} for k, v in data.items()}
-
-
-def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
-    """``["general_cfg.seed=1"]`` to ``{"general_cfg": {"seed": 1}}``; values are parsed as yaml."""
-    parsed: dict[str, dict[str, Any]] = {}
-    for item in overrides:
-        key, sep, _ = item.partition("=")
-        section = key.split(".", 1)[0]
-        if not sep or "." not in key:
-            raise ConfigError(
-                f"override {item!r} is not section.key=value (sections: {', '.join(SECTIONS)})"
-            )
-        if section not in SECTIONS:
-            raise ConfigError(_unknown(section, "", SECTIONS, what="section"))
-        try:
-            dotted = OmegaConf.to_container(OmegaConf.from_dotlist([item]))
-        except (OmegaConfBaseException, yaml.YAMLError) as exc:  # e.g. "k={a: 1" (unclosed)
-            raise ConfigError(f"override {item!r}: {exc}".splitlines()[0]) from None
-        parsed.setdefault(section, {})
-        _deep_update(parsed[section], dotted[section])
-    return parsed
-
-
-def merged_overrides(
-    base: dict[str, dict[str, Any]], flat: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """``base`` overrides with ``flat`` dotted keys on top (values as they are, not yaml)."""
-    merged = {k: dict(v) for k, v in base.items()}
-    for key, value in flat.items():
-        section, _, rest = key.partition(".")
-        node = merged.setdefault(section, {})
-        *parents, last = rest.split(".")
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[last] = value
-    return merged
-
-
-def _deep_update(into: dict[str, Any], new: dict[str, Any]) -> None:
-    for key, value in new.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _deep_update(into[key], value)
-        else:
-            into[key] = value
-
-
-def _unknown(key: str, prefix: str, allowed: Any, what: str = "key") -> str:
+def unknown_message(key: str, prefix: str, allowed: Any, what: str = "key") -> str:
+    """One line for an unknown ``key`` (or section): the closest allowed one, and all of them."""
     allowed = list(allowed)
     close = difflib.get_close_matches(key, allowed, n=1)
     hint = f"; did you mean {prefix}{close[0]}?" if close else ""
     return f"unknown {what} {prefix}{key}{hint} (allowed: {', '.join(allowed)})"
 
 
-def _normalise_layers(section: dict[str, Any]) -> None:
-    """Accept JoyRL's ``layer_size`` and a bare int for ``layer_dim``."""
-    for key, value in section.items():
-        if not (key.endswith("_layers") and isinstance(value, list)):
-            continue
-        for layer in value:
-            if isinstance(layer, dict):
-                if "layer_size" in layer and "layer_dim" not in layer:
-                    layer["layer_dim"] = layer.pop("layer_size")
-                if isinstance(layer.get("layer_dim"), int):
-                    layer["layer_dim"] = [layer["layer_dim"]]
-
-
-#: JoyRL's names for keys that are spelt otherwise here: section -> {JoyRL's key: key here}.
-JOYRL_KEYS = {"env_cfg": {"env_id": "id"}}
-
-
-def _normalise_joyrl(section: str, layer: dict[str, Any]) -> None:
-    """Read a JoyRL yaml's spellings as this project's: ``env_cfg.env_id`` is ``env_cfg.id``
-    and ``general_cfg.mp_backend: null`` (JoyRL's one process) is ``single``."""
-    for joyrl_key, key in JOYRL_KEYS.get(section, {}).items():
-        if joyrl_key not in layer:
-            continue
-        value = layer.pop(joyrl_key)
-        if key in layer and layer[key] != value:
-            raise ConfigError(
-                f"{section}.{joyrl_key}={value!r} and {section}.{key}={layer[key]!r} disagree; "
-                f"{joyrl_key} is JoyRL's name for {key}: set one of them"
-            )
-        layer[key] = value
-    if section == "general_cfg" and "mp_backend" in layer and layer["mp_backend"] is None:
-        layer["mp_backend"] = "single"
-
-
 #: Switches that take only true or false (OmegaConf would read any number as a bool).
 STRICT_BOOLS = ("normalize_obs", "normalize_reward")
 
 
-def _check_keys(schema: type, data: dict[str, Any], prefix: str) -> None:
+def check_keys(schema: type, data: dict[str, Any], prefix: str) -> None:
+    """Every key of ``data`` (one yaml or override layer of a section) is a field of
+    ``schema``; a ``*_layers`` list holds mappings of layer settings."""
     fields = {f.name: f for f in dataclasses.fields(schema)}
     for key, value in data.items():
         if key not in fields:
-            raise ConfigError(_unknown(str(key), prefix, fields))
+            raise ConfigError(unknown_message(str(key), prefix, fields))
         if key in STRICT_BOOLS and not isinstance(value, bool):  # OmegaConf reads 2 as true
             raise ConfigError(f"{prefix}{key}={value!r} is not allowed; allowed: true, false")
         if key.endswith("_layers") and isinstance(value, list):
             for i, layer in enumerate(value):
                 if not isinstance(layer, dict):
                     raise ConfigError(f"{prefix}{key}[{i}] must be a mapping of layer settings")
-                _check_keys(LayerConfig, layer, f"{prefix}{key}[{i}].")
-
-
-def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConfig:
-    merged = OmegaConf.structured(schema)
-    for layer in layers:
-        _normalise_joyrl(section, layer)
-        _normalise_layers(layer)
-        if section == "general_cfg" and isinstance(layer.get("tracking"), str):
-            layer["tracking"] = [layer["tracking"]]  # tracking=mlflow: a list of one
-        _check_keys(schema, layer, f"{section}.")
-        try:
-            merged = OmegaConf.merge(merged, layer)
-        except OmegaConfBaseException as exc:
-            key = getattr(exc, "full_key", None) or "?"
-            msg = getattr(exc, "msg", str(exc)).splitlines()[0]
-            raise ConfigError(f"{section}.{key}: {msg}") from None
-    return merged
+                check_keys(LayerConfig, layer, f"{prefix}{key}[{i}].")
 
 
 def _choice(value: Any, allowed: tuple[Any, ...], key: str) -> None:
@@ -199,7 +68,9 @@ def _choice(value: Any, allowed: tuple[Any, ...], key: str) -> None:
         raise ConfigError(f"{key}={value!r} is not allowed; allowed: {shown}")
 
 
-def _check_general(general: DictConfig) -> None:
+def check_general(general: DictConfig) -> None:
+    """The merged ``general_cfg``'s values (an algorithm's alias becomes its target's name,
+    and a reward threshold turns online evaluation on)."""
     general.algo_name = canonical_name(general.algo_name)  # an alias runs as its target
     if general.env_name not in ENV_FAMILIES:
         raise ConfigError(
@@ -319,7 +190,9 @@ def _check_tracking(general: DictConfig) -> None:
         )
 
 
-def _check_algo(algo: DictConfig, general: DictConfig) -> None:
+def check_algo(algo: DictConfig, general: DictConfig) -> None:
+    """The merged ``algo_cfg``: its layers, its own ``check``, and its split across the
+    learners."""
     for key in algo:
         if str(key).endswith("_layers"):
             try:
@@ -382,7 +255,8 @@ def _check_learner_split(algo: DictConfig, general: DictConfig) -> None:
         )
 
 
-def _check_env(env: DictConfig) -> None:
+def check_env(env: DictConfig) -> None:
+    """The merged ``env_cfg``'s values, its env id and its wrappers."""
     _choice(env.render_mode, RENDER_MODES, "env_cfg.render_mode")
     _choice(env.vector_mode, VECTOR_MODES, "env_cfg.vector_mode")
     for key in ("clip_obs", "clip_reward"):
@@ -400,49 +274,3 @@ def _check_env(env: DictConfig) -> None:
         check_wrappers(list(env.wrappers))
     except EnvSpecError as exc:
         raise ConfigError(str(exc)) from None
-
-
-def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]) -> DictConfig:
-    """Merge defaults < yaml < overrides for each section, then validate the result."""
-    sources = [yaml_data, overrides]
-    general = _merge(GeneralConfig, [s.get("general_cfg", {}) for s in sources], "general_cfg")
-    _check_general(general)
-    spec = get_algorithm(general.algo_name)
-    algo = _merge(spec.config_cls, [s.get("algo_cfg", {}) for s in sources], "algo_cfg")
-    _check_algo(algo, general)
-    env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
-    _check_env(env)
-    return OmegaConf.create({"general_cfg": general, "algo_cfg": algo, "env_cfg": env})
-
-
-@dataclass
-class RunConfig:
-    """The merged config as plain dataclasses: picklable and cheap to read in hot loops."""
-
-    general: GeneralConfig
-    algo: Any
-    env: EnvConfig
-
-    @classmethod
-    def from_omegaconf(cls, cfg: DictConfig) -> RunConfig:
-        return cls(
-            general=OmegaConf.to_object(cfg.general_cfg),
-            algo=OmegaConf.to_object(cfg.algo_cfg),
-            env=OmegaConf.to_object(cfg.env_cfg),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "general_cfg": dataclasses.asdict(self.general),
-            "algo_cfg": dataclasses.asdict(self.algo),
-            "env_cfg": dataclasses.asdict(self.env),
-        }
-
-
-def load_config(yaml_path: str | None, overrides: list[str]) -> DictConfig:
-    """The merged run config from a yaml path (or none) and CLI ``key=value`` overrides."""
-    yaml_data = read_yaml(yaml_path) if yaml_path else {}
-    return build_config(yaml_data, parse_overrides(overrides))
-
-
-__all__ = ["ConfigError", "RunConfig", "build_config", "load_config"]

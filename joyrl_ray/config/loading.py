@@ -1,0 +1,203 @@
+"""Python defaults, then the yaml file, then ``section.key=value`` overrides.
+
+Each section is merged with OmegaConf against a typed dataclass schema: ``general_cfg``
+(:class:`GeneralConfig`), ``algo_cfg`` (the config class of the algorithm that the merged
+``general_cfg.algo_name`` names) and ``env_cfg`` (:class:`envs.EnvConfig`). Anything
+wrong raises :class:`ConfigError` with one line naming the key or value and what is allowed
+(the checks: :mod:`joyrl_ray.config.checks`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from algos import get_algorithm
+from envs import EnvConfig
+from joyrl_ray.config.checks import (
+    ConfigError,
+    check_algo,
+    check_env,
+    check_general,
+    check_keys,
+    unknown_message,
+)
+from joyrl_ray.config.general import GeneralConfig
+
+SECTIONS = ("general_cfg", "algo_cfg", "env_cfg")
+
+
+def load_yaml_file(path: str | Path, option: str = "--yaml") -> Any:
+    """The parsed yaml of the file given as ``option``; one line when it is missing or
+    malformed (where, and what)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{option} {path}: no such file")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "'\\t'" in problem:
+            problem += "; indent yaml with spaces, not tabs"
+        raise ConfigError(f"{option} {path}: malformed yaml{where}: {problem}") from None
+
+
+def read_yaml(path: str | Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The sections of a run yaml (and the ``extra`` sections it may hold: a sweep's)."""
+    data = load_yaml_file(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--yaml {path}: expected a mapping with sections {', '.join(SECTIONS)}")
+    for section, body in data.items():
+        if section not in SECTIONS + extra:
+            raise ConfigError(unknown_message(str(section), "", SECTIONS + extra, what="section"))
+        if body is not None and not isinstance(body, dict):
+            raise ConfigError(f"--yaml {path}: section {section} must be a mapping")
+    return {k: v or {} for k, v in data.items()}
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
+    """``["general_cfg.seed=1"]`` to ``{"general_cfg": {"seed": 1}}``; values are parsed as yaml."""
+    parsed: dict[str, dict[str, Any]] = {}
+    for item in overrides:
+        key, sep, _ = item.partition("=")
+        section = key.split(".", 1)[0]
+        if not sep or "." not in key:
+            raise ConfigError(
+                f"override {item!r} is not section.key=value (sections: {', '.join(SECTIONS)})"
+            )
+        if section not in SECTIONS:
+            raise ConfigError(unknown_message(section, "", SECTIONS, what="section"))
+        try:
+            dotted = OmegaConf.to_container(OmegaConf.from_dotlist([item]))
+        except (OmegaConfBaseException, yaml.YAMLError) as exc:  # e.g. "k={a: 1" (unclosed)
+            raise ConfigError(f"override {item!r}: {exc}".splitlines()[0]) from None
+        parsed.setdefault(section, {})
+        _deep_update(parsed[section], dotted[section])
+    return parsed
+
+
+def merged_overrides(
+    base: dict[str, dict[str, Any]], flat: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """``base`` overrides with ``flat`` dotted keys on top (values as they are, not yaml)."""
+    merged = {k: dict(v) for k, v in base.items()}
+    for key, value in flat.items():
+        section, _, rest = key.partition(".")
+        node = merged.setdefault(section, {})
+        *parents, last = rest.split(".")
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[last] = value
+    return merged
+
+
+def _deep_update(into: dict[str, Any], new: dict[str, Any]) -> None:
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_update(into[key], value)
+        else:
+            into[key] = value
+
+
+def _normalise_layers(section: dict[str, Any]) -> None:
+    """Accept JoyRL's ``layer_size`` and a bare int for ``layer_dim``."""
+    for key, value in section.items():
+        if not (key.endswith("_layers") and isinstance(value, list)):
+            continue
+        for layer in value:
+            if isinstance(layer, dict):
+                if "layer_size" in layer and "layer_dim" not in layer:
+                    layer["layer_dim"] = layer.pop("layer_size")
+                if isinstance(layer.get("layer_dim"), int):
+                    layer["layer_dim"] = [layer["layer_dim"]]
+
+
+#: JoyRL's names for keys that are spelt otherwise here: section -> {JoyRL's key: key here}.
+JOYRL_KEYS = {"env_cfg": {"env_id": "id"}}
+
+
+def _normalise_joyrl(section: str, layer: dict[str, Any]) -> None:
+    """Read a JoyRL yaml's spellings as this project's: ``env_cfg.env_id`` is ``env_cfg.id``
+    and ``general_cfg.mp_backend: null`` (JoyRL's one process) is ``single``."""
+    for joyrl_key, key in JOYRL_KEYS.get(section, {}).items():
+        if joyrl_key not in layer:
+            continue
+        value = layer.pop(joyrl_key)
+        if key in layer and layer[key] != value:
+            raise ConfigError(
+                f"{section}.{joyrl_key}={value!r} and {section}.{key}={layer[key]!r} disagree; "
+                f"{joyrl_key} is JoyRL's name for {key}: set one of them"
+            )
+        layer[key] = value
+    if section == "general_cfg" and "mp_backend" in layer and layer["mp_backend"] is None:
+        layer["mp_backend"] = "single"
+
+
+def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConfig:
+    merged = OmegaConf.structured(schema)
+    for layer in layers:
+        _normalise_joyrl(section, layer)
+        _normalise_layers(layer)
+        if section == "general_cfg" and isinstance(layer.get("tracking"), str):
+            layer["tracking"] = [layer["tracking"]]  # tracking=mlflow: a list of one
+        check_keys(schema, layer, f"{section}.")
+        try:
+            merged = OmegaConf.merge(merged, layer)
+        except OmegaConfBaseException as exc:
+            key = getattr(exc, "full_key", None) or "?"
+            msg = getattr(exc, "msg", str(exc)).splitlines()[0]
+            raise ConfigError(f"{section}.{key}: {msg}") from None
+    return merged
+
+
+def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]) -> DictConfig:
+    """Merge defaults < yaml < overrides for each section, then validate the result."""
+    sources = [yaml_data, overrides]
+    general = _merge(GeneralConfig, [s.get("general_cfg", {}) for s in sources], "general_cfg")
+    check_general(general)
+    spec = get_algorithm(general.algo_name)
+    algo = _merge(spec.config_cls, [s.get("algo_cfg", {}) for s in sources], "algo_cfg")
+    check_algo(algo, general)
+    env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
+    check_env(env)
+    return OmegaConf.create({"general_cfg": general, "algo_cfg": algo, "env_cfg": env})
+
+
+@dataclass
+class RunConfig:
+    """The merged config as plain dataclasses: picklable and cheap to read in hot loops."""
+
+    general: GeneralConfig
+    algo: Any
+    env: EnvConfig
+
+    @classmethod
+    def from_omegaconf(cls, cfg: DictConfig) -> RunConfig:
+        return cls(
+            general=OmegaConf.to_object(cfg.general_cfg),
+            algo=OmegaConf.to_object(cfg.algo_cfg),
+            env=OmegaConf.to_object(cfg.env_cfg),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "general_cfg": dataclasses.asdict(self.general),
+            "algo_cfg": dataclasses.asdict(self.algo),
+            "env_cfg": dataclasses.asdict(self.env),
+        }
+
+
+def load_config(yaml_path: str | None, overrides: list[str]) -> DictConfig:
+    """The merged run config from a yaml path (or none) and CLI ``key=value`` overrides."""
+    yaml_data = read_yaml(yaml_path) if yaml_path else {}
+    return build_config(yaml_data, parse_overrides(overrides))
