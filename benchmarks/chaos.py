@@ -4,6 +4,7 @@ goes and comes back.
     python benchmarks/chaos.py                         # DQN and PPO, 10 minutes each
     python benchmarks/chaos.py --cases dqn --minutes 2 --kill-every 15
     python benchmarks/chaos.py --cases dqn --minutes 2 --step-latency-ms 4   # paced envs
+    python benchmarks/chaos.py --cases dqn --minutes 2 --light-learning      # a light learner
 
 The cluster is three raylets on this machine (``ray.cluster_utils.Cluster``): the head
 (2 CPUs) and two more nodes (2 CPUs each), each with a temp dir of its own, as on separate
@@ -14,6 +15,10 @@ run for ``--minutes`` with no reward threshold to stop it early, then stopped wi
 (SIGINT). With ``--step-latency-ms`` every env step also sleeps that long (the
 ``step_latency`` wrapper): the run's pace is capped, so the soak takes less of a machine it
 shares (its tests run beside others) while the kills and their recoveries are the same.
+With ``--light-learning`` the learner does a fraction of its config's work (DQN: one
+update per 10 env steps instead of 2; PPO: 2 epochs per rollout instead of 10) and nothing
+is evaluated (``best_eval`` is null): the same roles, restarts and accounting, for a
+fraction of the learner's CPU.
 
 After a quiet stretch (``--quiet-s``, the run's pace before the chaos), a seeded schedule
 SIGKILLs one role about every ``--kill-every`` seconds, drawn among the live processes of
@@ -74,6 +79,10 @@ class Case:
     threshold: float
     roles: tuple[str, ...]  # Ray actor class names whose processes may be killed
     overrides: tuple[str, ...] = ()
+    light: tuple[str, ...] = ()  # --light-learning: a fraction of the learner's work
+
+
+NO_EVAL = "general_cfg.online_eval=false"
 
 
 CASES = {
@@ -83,9 +92,15 @@ CASES = {
         ("Worker", "Learner", "DataServer"),
         # Two shards: a shard killed is restarted empty while the other keeps its data.
         ("general_cfg.n_replay_shards=2",),
+        ("algo_cfg.updates_per_step=0.1", NO_EVAL),
     ),
     # The rollout queue is not restartable (losing it stops the run, by design): not killed.
-    "ppo": Case("configs/cartpole_ppo.yaml", 475.0, ("Worker", "Learner")),
+    "ppo": Case(
+        "configs/cartpole_ppo.yaml",
+        475.0,
+        ("Worker", "Learner"),
+        light=("algo_cfg.n_epochs=2", NO_EVAL),
+    ),
 }
 
 #: Every case: 3 workers of half a CPU and a learner of one fit on any two of the nodes, so
@@ -277,6 +292,7 @@ def run_case(name: str, args: argparse.Namespace, cluster: Any, nodes: list[Any]
         *COMMON,
         *case.overrides,
         *step_latency_overrides(args.step_latency_ms / 1000),
+        *(case.light if args.light_learning else ()),
     ]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
@@ -420,6 +436,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--step-latency-ms", type=float, default=0.0, help="each env step also sleeps this long"
+    )
+    parser.add_argument(
+        "--light-learning",
+        action="store_true",
+        help="a fraction of the learner's work and no evaluations: the soak's CPU, not learning",
     )
     args = parser.parse_args()
     if args.minutes * 60 <= args.quiet_s + 2 * args.kill_every:

@@ -2,9 +2,10 @@
 while a seeded schedule SIGKILLs its workers, learner and replay shards about every 15 s, a
 node is removed and another one added. The run must not hang, every event must be
 recovered from, and every transition must still be accounted for; the ten-minute soak and
-its figures are in benchmarks/RESULTS.md. Every env step also sleeps 4 ms: the run's
-workers take at most ~750 env steps a second between them, so the soak leaves most of the
-machine to the tests beside it; the kills and recoveries are what it shows.
+its figures are in benchmarks/RESULTS.md. Every env step also sleeps 8 ms and the learner
+learns lightly (one update per 10 env steps, no evaluations): the kills, recoveries and
+accounting are what it shows, not learning, so the soak leaves most of the machine to the
+tests beside it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def test_two_minutes_of_kills_and_a_lost_node_recover_without_a_hang_or_a_lost_t
             "--quiet-s",
             "20",
             "--step-latency-ms",
-            "4",
+            "8",
+            "--light-learning",
         ],
         cwd=ROOT,
         env=main_env(),
