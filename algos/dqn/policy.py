@@ -60,10 +60,33 @@ class GreedyQ(nn.Module):
         return q.argmax(dim=-1), q
 
 
-class DQNPolicy(Policy):
-    """Epsilon-greedy acting on a Q network, for Discrete action spaces."""
+class EpsilonGreedyPolicy(Policy):
+    """Acting on a Q network's greedy actions, a random one with probability epsilon while
+    exploring (DQN and R2D2): for Discrete action spaces."""
 
     action_spaces = (gym.spaces.Discrete,)
+    n_actions: int
+    q_net: nn.Module
+
+    def epsilon(self, env_steps: int) -> float:
+        return epsilon_at(self.cfg, env_steps)
+
+    def exploration_stats(self, env_steps: int) -> dict[str, float]:
+        return {"epsilon": self.epsilon(env_steps)}
+
+    def acting_modules(self) -> dict[str, nn.Module]:
+        return {"q_net": self.q_net}
+
+    def explore(self, greedy: np.ndarray, env_steps: int) -> np.ndarray:
+        """``greedy`` (int64 actions, changed in place) with each row replaced by a random
+        action with probability epsilon."""
+        random_rows = self.rng.random(len(greedy)) < self.epsilon(env_steps)
+        greedy[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
+        return greedy
+
+
+class DQNPolicy(EpsilonGreedyPolicy):
+    """Epsilon-greedy acting on a Q network (plain or dueling)."""
 
     def __init__(
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
@@ -76,25 +99,13 @@ class DQNPolicy(Policy):
             self.q_net = build_network(cfg.value_layers, self.inputs, self.n_actions)
         self.q_net.to(device)
 
-    def epsilon(self, env_steps: int) -> float:
-        return epsilon_at(self.cfg, env_steps)
-
-    def exploration_stats(self, env_steps: int) -> dict[str, float]:
-        return {"epsilon": self.epsilon(env_steps)}
-
-    def acting_modules(self) -> dict[str, nn.Module]:
-        return {"q_net": self.q_net}
-
     @torch.no_grad()
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         return self.q_net(self.obs_tensor(obs)).cpu().numpy()
 
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
         actions = self.q_values(obs).argmax(axis=-1).astype(np.int64)
-        if explore:
-            random_rows = self.rng.random(len(actions)) < self.epsilon(env_steps)
-            actions[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
-        return actions, {}
+        return (self.explore(actions, env_steps) if explore else actions), {}
 
     def acting_graph(self) -> ActingGraph:
         """``action`` ``[B]`` int64 (the greedy one) and ``q_values`` ``[B, n]``."""

@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
-from algos.dqn.policy import epsilon_at
+from algos.base import Algorithm, LearnResult, adam, to_tensor
+from algos.dqn.policy import EpsilonGreedyPolicy
 from algos.export import ActingGraph, build_graph, join_memory, split_memory
 from algos.networks import soft_update
 from algos.r2d2.targets import nstep_targets, rescale, sequence_priorities, unrescale
@@ -57,10 +57,8 @@ class RecurrentGreedyQ(nn.Module):
         return (q.argmax(dim=-1), q, *split_memory(memory))
 
 
-class R2D2Policy(Policy):
+class R2D2Policy(EpsilonGreedyPolicy):
     """Epsilon-greedy acting on a recurrent Q network, one memory per env it acts for."""
-
-    action_spaces = (gym.spaces.Discrete,)
 
     def __init__(
         self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, device: torch.device
@@ -71,15 +69,6 @@ class R2D2Policy(Policy):
         #: The memory of the rows it acts for (None: starting afresh).
         self.memory: torch.Tensor | None = None
 
-    def epsilon(self, env_steps: int) -> float:
-        return epsilon_at(self.cfg, env_steps)
-
-    def exploration_stats(self, env_steps: int) -> dict[str, float]:
-        return {"epsilon": self.epsilon(env_steps)}
-
-    def acting_modules(self) -> dict[str, nn.Module]:
-        return {"q_net": self.q_net}
-
     @torch.no_grad()
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
         if self.memory is None or len(self.memory) != len(obs):
@@ -87,10 +76,7 @@ class R2D2Policy(Policy):
         extras: Batch = {MEMORY: self.memory.cpu().numpy()}  # the state this step is acted from
         q, _, self.memory = self.q_net.step(self.obs_tensor(obs), self.memory)
         actions = q.argmax(dim=-1).cpu().numpy().astype(np.int64)
-        if explore:
-            random_rows = self.rng.random(len(actions)) < self.epsilon(env_steps)
-            actions[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
-        return actions, extras
+        return (self.explore(actions, env_steps) if explore else actions), extras
 
     def reset_memory(self, n_envs: int) -> None:
         self.memory = None
