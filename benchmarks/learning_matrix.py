@@ -104,6 +104,12 @@ CASES: dict[str, LearningCase] = {
     "single-ppo-lstm-cartpole-novel": LearningCase(
         "cartpole_novel_ppo_lstm_single", "single", 475.0, 150_000, ci=True
     ),
+    # APPO with an LSTM on Pendulum without its angular velocity: asynchronous rollouts
+    # and V-trace over sequences (seeds 1-3 at 82k, 74k and 98k env steps; the Ray layout
+    # of the same config is below).
+    "single-appo-lstm-pendulum-novel": LearningCase(
+        "pendulum_novel_appo_lstm", "single", -300.0, 150_000, ci=True
+    ),
     # ----- one process: the rest -----
     "single-dqn-cartpole": LearningCase("cartpole_dqn", "single", 475.0, 60_000),
     "single-appo-cartpole": LearningCase("cartpole_appo", "single", 475.0, 100_000),

@@ -10,8 +10,8 @@ and APPO with a GRU (asynchronous rollouts, V-trace over sequences); and R2D2 (a
 network on sequence replay, two replay shards) on CartPole without its velocities, to 200
 with 64 sequences per update (the shipped 128 cost twice the CPU per update; its 475
 within 150k is the benchmark's). PPO with an LSTM on
-CartPole without its velocities runs in one process in CI (``test_single_learning.py``);
-it and APPO with an LSTM on Pendulum without its angular velocity run on Ray in the
+CartPole without its velocities and APPO with an LSTM on Pendulum without its angular
+velocity run in one process in CI (``test_single_learning.py``), and on Ray in the
 benchmark. Each is the run ``python main.py --yaml configs/<name>.yaml`` makes, through
 the runner in the test's process, on the test session's Ray (real Ray actors; no Ray of its
 own to start), with two workers and seed 1; it stops at the first online evaluation (10 episodes)
