@@ -16,6 +16,7 @@ from joyrl_ray.wire.messages import (
     PushAck,
     Reports,
     StallReport,
+    TakenReport,
     WorkerReport,
     WorkerStart,
 )
@@ -30,12 +31,17 @@ class CoordinatorClient(RoleClient):
         return self._call(Coordinator.register_worker, worker_id, where)
 
     def report_worker(
-        self, report: WorkerReport, rows: int, known_version: int, shard: int = -1
+        self,
+        report: WorkerReport,
+        rows: int,
+        known_version: int,
+        shard: int = -1,
+        stored: bool = False,
     ) -> Call[PushAck]:
-        return self._call(Coordinator.report_worker, report, rows, known_version, shard)
+        return self._call(Coordinator.report_worker, report, rows, known_version, shard, stored)
 
     def take_reports(
-        self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
+        self, shard: int, reports: list[TakenReport], known_version: int
     ) -> Call[PushAck]:
         return self._call(Coordinator.take_reports, shard, reports, known_version)
 

@@ -46,6 +46,7 @@ from joyrl_ray.wire.messages import (
     PushAck,
     Reports,
     StallReport,
+    TakenReport,
     WorkerReport,
     WorkerStart,
 )
@@ -171,28 +172,32 @@ class Coordinator(WaitingRoom):
             )
 
     def report_worker(
-        self, report: WorkerReport, rows: int, known_version: int, shard: int = -1
+        self,
+        report: WorkerReport,
+        rows: int,
+        known_version: int,
+        shard: int = -1,
+        stored: bool = False,
     ) -> PushAck:
         """Count a worker's own report (on-policy, test mode, or its shard died during the
-        insert): ``rows`` of it went to replay shard ``shard``, or to the rollout queue; the
-        ack says stop and carries newer weights."""
-        return self.take_reports(shard, [(report, rows)], known_version)
+        insert): ``rows`` of it went to replay shard ``shard``, or to the rollout queue, which
+        ``stored`` them; the ack says stop and carries newer weights."""
+        return self.take_reports(shard, [TakenReport(report, rows, stored)], known_version)
 
-    def take_reports(
-        self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
-    ) -> PushAck:
+    def take_reports(self, shard: int, reports: list[TakenReport], known_version: int) -> PushAck:
         """Count the reports replay shard ``shard`` gathered from its workers since its last
         call, each with the rows it stored or dropped (``shard`` -1: none, see
         ``report_worker``); the answer is for the shard's acks."""
         t0 = time.monotonic()
         with self._cond:
-            for report, rows in reports:
-                self._count(report, rows, shard)
+            for taken in reports:
+                self._count(taken, shard)
             ack = self._ack(known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 
-    def _count(self, report: WorkerReport, rows: int, shard: int) -> None:
+    def _count(self, taken: TakenReport, shard: int) -> None:
+        report, rows = taken.report, taken.rows
         gone = self.workers.count(report, rows, shard)
         self.mail.worker_times.add(report.times)
         # An earlier incarnation's normalization deltas are left out.
@@ -208,7 +213,9 @@ class Coordinator(WaitingRoom):
                 self._stop("env_errors", over)
         if report.fatal_env_error:
             self._stop("env_failed", report.fatal_env_error)
-        if self.stop_reason is not None:
+        # Past the stop only what the data plane stored counts: it is learned from, and the
+        # data plane hears of the stop a moment after this (the rest it dropped).
+        if self.stop_reason is not None and not taken.stored:
             return
         self.counters.env_steps += report.env_steps
         episodes, trajs = report.episodes, report.trajectories

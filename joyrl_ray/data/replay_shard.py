@@ -136,7 +136,8 @@ class DataServer(DataPlaneRole):
         t0 = time.monotonic()
         with self._cond:
             rows = self._env_steps(batch)
-            if self.stop_reason is not None:  # a chunk that raced the stop: not learned from
+            stored = self.stop_reason is None
+            if not stored:  # a chunk that raced the stop: not learned from
                 self.dropped["after_stop"] += rows
             elif rows:
                 assert batch is not None
@@ -148,8 +149,8 @@ class DataServer(DataPlaneRole):
                 self._cond.notify_all()
             throttled = self._throttled()
         if report is not None:
-            self.reports.add(report, rows)
-        ack = self._ack(rows, throttled, self.reports.latest(), known_version)
+            self.reports.add(report, rows, stored)
+        ack = self._ack(rows if stored else 0, throttled, self.reports.latest(), known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 

@@ -21,7 +21,7 @@ import time
 from typing import Protocol
 
 from joyrl_ray.wire.handles import Call, RoleError
-from joyrl_ray.wire.messages import PushAck, WorkerReport
+from joyrl_ray.wire.messages import PushAck, TakenReport, WorkerReport
 
 FORWARD_EVERY_S = 0.1
 CALL_TIMEOUT_S = 60.0
@@ -32,7 +32,7 @@ class ReportSink(Protocol):
     one call only (the data plane knows nothing else of control)."""
 
     def take_reports(
-        self, shard: int, reports: list[tuple[WorkerReport, int]], known_version: int
+        self, shard: int, reports: list[TakenReport], known_version: int
     ) -> Call[PushAck]: ...
 
 
@@ -44,7 +44,7 @@ class ReportForwarder:
         self.coordinator = coordinator  # None: a shard alone (tests); reports stay here
         self.interval_s = interval_s
         self._cond = threading.Condition()
-        self.pending: list[tuple[WorkerReport, int]] = []
+        self.pending: list[TakenReport] = []
         self.sending = 0  # reports in the forward under way
         self.urgent = False
         self.asked = False  # a throttled worker wants an answer newer than interval_s
@@ -56,10 +56,11 @@ class ReportForwarder:
         if interval_s > 0 and coordinator is not None:
             threading.Thread(target=self._serve, name=f"forward {shard}", daemon=True).start()
 
-    def add(self, report: WorkerReport, rows: int) -> None:
-        """A worker's report, ``rows`` of its transitions stored here (or dropped here)."""
+    def add(self, report: WorkerReport, rows: int, stored: bool) -> None:
+        """A worker's report, ``rows`` of its transitions stored here (``stored``) or dropped
+        here."""
         with self._cond:
-            self.pending.append((report, rows))
+            self.pending.append(TakenReport(report, rows, stored))
             if report.fatal_env_error:
                 self.urgent = True
             self._cond.notify_all()

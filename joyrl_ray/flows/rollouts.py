@@ -137,8 +137,11 @@ class RolloutSender(WorkerSender):
         the queue before the stop is, so both backends learn from the same rounds."""
         if payload.batch is None:
             return self.coordinator.report_worker(report, 0, known_version)
-        self.queue.push_rollout(worker_id, payload.version, payload.batch).result(ROLLOUT_TIMEOUT_S)
-        return self.coordinator.report_worker(report, report.env_steps, known_version)
+        queue = self.queue.push_rollout(worker_id, payload.version, payload.batch)
+        stored = queue.result(ROLLOUT_TIMEOUT_S).rows > 0
+        return self.coordinator.report_worker(
+            report, report.env_steps, known_version, stored=stored
+        )
 
 
 # ----- the learner's half -----

@@ -11,7 +11,7 @@ the modules that produce most of them (worker, learner) do.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -185,6 +185,17 @@ class WorkerReport:
     norm_delta: NormDelta | None = None  # normalization statistics seen since the last report
 
 
+class TakenReport(NamedTuple):
+    """A worker's report as the data plane took it, on its way to the coordinator."""
+
+    report: WorkerReport
+    rows: int  # of its env steps, those that reached the data plane (stored or dropped there)
+    # The data plane stored its rows (a report without rows: took it before it heard of the
+    # stop). Learned from, so counted in the run's env steps even once the coordinator has
+    # stopped: the data plane hears of the stop a moment after the coordinator.
+    stored: bool
+
+
 @dataclass
 class Frames:
     """Image frames a worker shows for the first time, with its (consecutive) frame ids; the
@@ -212,7 +223,7 @@ class InsertAck:
     ack also passes on the coordinator's latest answer to the shard's reports."""
 
     shard: int
-    rows: int  # rows stored
+    rows: int  # rows stored (a rollout queue: queued); 0 when dropped
     throttled: bool  # the learner trails this shard's ratio: wait before the next insert
     stop: bool = False
     env_steps: int = 0  # global env steps, as the shard last heard them

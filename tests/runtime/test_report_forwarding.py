@@ -1,7 +1,8 @@
 """A replay shard forwards its workers' reports to the coordinator in batches, at most one
 call per forward interval, and passes the coordinator's answer on in its acks; the counts
 stay exact (a flush at the end), and a report that arrives after its worker was restarted
-counts what that worker held back as lost. Real coordinator and shard objects, with the
+counts what that worker held back as lost. What the data plane stored before it heard of
+the stop counts as env steps. Real coordinator, shard and rollout-queue objects, with the
 shard's forwarding thread, in one process."""
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import numpy as np
 
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.control.coordinator import Coordinator, StopRule
-from joyrl_ray.data.clients import DataServerClient
+from joyrl_ray.data.clients import DataServerClient, RolloutQueueClient
 from joyrl_ray.data.replay_shard import DataServer
+from joyrl_ray.data.rollout_queue import RolloutQueue
 from joyrl_ray.data_needs import ReplayNeeds
+from joyrl_ray.flows.rollouts import RolloutSender
+from joyrl_ray.roles.worker.sender import Payload
 from joyrl_ray.wire.handles import LocalHandle
-from joyrl_ray.wire.messages import Placement, ReportTotals, WorkerReport
+from joyrl_ray.wire.messages import Placement, ReportTotals, TakenReport, WorkerReport
 
 ROWS = 32
 INTERVAL_S = 0.2
@@ -93,6 +97,58 @@ def test_the_stop_and_new_weights_reach_the_workers_through_the_shard_acks() -> 
     assert stats.transitions_collected == stored.transitions_stored + dropped
 
 
+def test_chunks_the_shard_stored_before_it_heard_of_the_stop_count_as_env_steps() -> None:
+    """The first chunk's report stops the run; the second chunk was stored before the shard
+    heard of the stop (on Ray it hears a moment after the coordinator), so it is learned
+    from and its env steps count: the run's env steps equal the rows stored."""
+    coordinator, shard = planes(max_env_steps=ROWS)
+    coordinator.data_plane.clear()  # the shard is not told of the stop yet
+    shard.insert(0, rows(ROWS), None, WorkerReport(0, ROWS), 0)
+    shard.insert(1, rows(ROWS), None, WorkerReport(1, ROWS), 0)
+    assert shard.flush_reports(10.0)
+    assert coordinator.stop_reason == "max_env_steps"
+    assert shard.stats().transitions_stored == 2 * ROWS == coordinator.counters.env_steps
+    shard.request_stop("max_env_steps")
+    shard.insert(0, rows(ROWS), None, WorkerReport(0, ROWS), 0)  # dropped: not counted
+    assert shard.flush_reports(10.0)
+    assert shard.stats().transitions_dropped == {"after_stop": ROWS}
+    assert coordinator.counters.env_steps == 2 * ROWS
+    assert coordinator.stats().transitions_collected == 3 * ROWS
+
+
+def test_a_rollout_the_queue_stored_before_it_heard_of_the_stop_counts_as_env_steps() -> None:
+    """Worker 0's report stops the run; worker 1's rollout was already in the queue (on Ray
+    the queue hears of the stop a moment after the coordinator), so the learner takes it
+    and its env steps count."""
+    coordinator = Coordinator(stop_rule=StopRule(max_env_steps=ROWS), n_workers=2, learning=True)
+    queue = RolloutQueue(n_workers=2)  # not told of the stop yet
+    sender = RolloutSender(
+        CoordinatorClient(LocalHandle(coordinator, "Coordinator")),
+        RolloutQueueClient(LocalHandle(queue, "RolloutQueue")),
+        rollout_len=ROWS // 2,
+    )
+    rollout = {"rewards": np.ones((ROWS // 2, 2), np.float32)}  # [time, env]
+
+    def send(worker: int) -> None:
+        sender.send(worker, Payload(rollout, -1, 1), WorkerReport(worker, ROWS), 0).result(5)
+
+    send(0)
+    assert coordinator.stop_reason == "max_env_steps"
+    send(1)
+    assert coordinator.counters.env_steps == 2 * ROWS
+    queue.request_stop("max_env_steps")
+    send(0)  # dropped by the queue: not counted
+    assert coordinator.counters.env_steps == 2 * ROWS
+    assert coordinator.stats().transitions_collected == 3 * ROWS
+    # Rank 0 makes the round of both rollouts after the stop: they were made before it.
+    grant = queue.take_rollouts(0, 1, 1, timeout_s=0)
+    assert grant.env_steps == 2 * ROWS and not grant.stop
+    stats = queue.stats()
+    assert stats.transitions_stored == 2 * ROWS and stats.transitions_dropped == {
+        "after_stop": ROWS
+    }
+
+
 def test_a_report_that_arrives_after_its_worker_restarted_counts_what_it_held_as_lost() -> None:
     coordinator, shard = planes()
     where = Placement("worker 0", "node", "127.0.0.1", 1)
@@ -114,7 +170,8 @@ def test_reports_lost_with_a_shard_are_counted_from_the_totals_of_a_later_one() 
     # The n-step fold holds 3 steps back in the first chunk and lets 2 out in the third.
     for steps, rows, dropped in [(35, 32, {}), (32, 32, {}), (32, 34, {}), (0, 0, {"x": 1})]:
         totals = totals.add(steps, rows, dropped)
-        reports.append((WorkerReport(0, steps, dropped=dropped, totals=totals), rows))
+        report = WorkerReport(0, steps, dropped=dropped, totals=totals)
+        reports.append(TakenReport(report, rows, stored=True))
     coordinator.take_reports(0, [reports[0]], 0)
     # The second report died with shard 0 before it was forwarded; the restarted shard
     # takes the third and the last.
