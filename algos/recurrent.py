@@ -86,9 +86,8 @@ class RecurrentNetwork(nn.Module):
         if len(obs) == 0:
             return memory
         x = self._encode(obs, 2)
-        _, final = self._run(_Segments.of(None, *x.shape[:2]), x, memory, None, ends_needed=True)
-        assert final is not None
-        return final  # one segment per column, in column order
+        _, final = self._run(_Segments.of(None, *x.shape[:2]), x, memory, None)
+        return final  # one segment per column, all as long: each column's own end
 
     def unroll(
         self,
@@ -106,16 +105,19 @@ class RecurrentNetwork(nn.Module):
         """
         x = self._encode(obs, 2)
         cut = _Segments.of(starts, *x.shape[:2])
-        out, final = self._run(cut, x, memory, starts, ends_needed=next_obs is not None)
-        features = self.activation(out)
-        if final is None:
+        if next_obs is None:
+            out, _ = self._run(cut, x, memory, starts)
+            features = self.activation(out[cut.position, cut.segment])
             return self.head(features), features, None
         # A step's next observation is the next step's observation, read with the same
-        # memory, except at a segment's last step: there it is read from the segment's end.
-        next_out = torch.cat([out[1:], out[-1:]])
+        # memory, except at a segment's last step: there the segment's stored next
+        # observation is read, as one more step of the segment.
         end_t, end_b = cut.ends
-        last, _ = self._cell(self._encode(next_obs[end_t, end_b], 1), final)
-        next_out = next_out.index_put((end_t, end_b), last)
+        out, _ = self._run(cut, x, memory, starts, self._encode(next_obs[end_t, end_b], 1))
+        steps = out[cut.position, cut.segment]
+        last = out[cut.lengths, torch.arange(cut.count, device=out.device)]
+        next_out = torch.cat([steps[1:], steps[-1:]]).index_put((end_t, end_b), last)
+        features = self.activation(steps)
         return self.head(features), features, self.activation(next_out)
 
     def _run(
@@ -124,37 +126,34 @@ class RecurrentNetwork(nn.Module):
         x: torch.Tensor,
         memory: torch.Tensor,
         starts: torch.Tensor | None,
-        ends_needed: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The recurrent layer over every segment at once (one call, not a step loop):
-        outputs ``[L, B, H]`` and, when ``ends_needed``, the memory at each segment's end
-        ``[S, k, H]``.
+        after_end: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The recurrent layer over every segment at once (one call, not a step loop), with
+        ``after_end`` ``[S, W]`` (if given) as one more input after each segment's last step:
+        the outputs ``[longest (+1), S, H]``, by position in the segment, and the memory after
+        the last position ``[S, k, H]`` (each segment's own end only where none is shorter).
 
-        The segments run side by side, padded to the longest. Without the ends the padded
-        batch goes through the layer as it is: each segment's padding comes after its last
-        step and its outputs are never read, and CPU torch runs a plain batch through its
-        fused kernel (its packed path steps in Python-sized pieces, several times slower to
-        differentiate). Where the ends are needed and some segment is shorter than the longest,
-        the batch is packed instead, which stops each segment at its last step.
+        The segments run side by side, padded to the longest: each segment's padding comes
+        after its last step (and its extra input), and the outputs there are never read. A
+        plain padded batch goes through CPU torch's fused kernel; a packed one, which would
+        stop each segment at its end, steps in Python-sized pieces, several times slower to
+        differentiate.
         """
         first = memory if starts is None else memory * (~starts[0]).to(memory.dtype)[:, None, None]
         initial = memory.new_zeros(cut.count, self.slots, self.hidden)
         initial[cut.first] = first
-        padded = x.new_zeros(cut.longest, cut.count, x.shape[-1])
+        longest = cut.longest + (after_end is not None)
+        padded = x.new_zeros(longest, cut.count, x.shape[-1])
         padded = padded.index_put((cut.position, cut.segment), x)
-        inputs: torch.Tensor | nn.utils.rnn.PackedSequence = padded
-        if ends_needed and cut.count * cut.longest > len(cut.segment.flatten()):  # padding
-            inputs = nn.utils.rnn.pack_padded_sequence(padded, cut.lengths, enforce_sorted=False)
+        if after_end is not None:
+            segments = torch.arange(cut.count, device=x.device)
+            padded = padded.index_put((cut.lengths, segments), after_end)
         if self.kind == "lstm":
             state = (initial[:, 0][None].contiguous(), initial[:, 1][None].contiguous())
-            out, (h, c) = self.rnn(inputs, state)
-            final = torch.stack([h[0], c[0]], dim=1)
-        else:
-            out, h = self.rnn(inputs, initial[:, 0][None].contiguous())
-            final = h[0][:, None]
-        if isinstance(out, nn.utils.rnn.PackedSequence):
-            out, _ = nn.utils.rnn.pad_packed_sequence(out, total_length=cut.longest)
-        return out[cut.position, cut.segment], final if ends_needed else None
+            out, (h, c) = self.rnn(padded, state)
+            return out, torch.stack([h[0], c[0]], dim=1)
+        out, h = self.rnn(padded, initial[:, 0][None].contiguous())
+        return out, h[0][:, None]
 
 
 class _Segments(NamedTuple):
@@ -164,7 +163,7 @@ class _Segments(NamedTuple):
     segment: torch.Tensor  # [L, B]: the segment of each step, numbered column by column
     position: torch.Tensor  # [L, B]: the step's index within its segment
     first: torch.Tensor  # [B]: each column's first segment
-    lengths: torch.Tensor  # [S] on the CPU (what packing takes)
+    lengths: torch.Tensor  # [S]: each segment's steps
     ends: tuple[torch.Tensor, torch.Tensor]  # each segment's last step: (t, b), by segment
     count: int
     longest: int
@@ -193,7 +192,7 @@ class _Segments(NamedTuple):
             segment,
             position,
             first,
-            lengths.cpu(),
+            lengths,
             (end_t[order], end_b[order]),
             count,
             int(lengths.max()),

@@ -167,8 +167,8 @@ CASES: dict[str, LearningCase] = {
     "ray-r2d2-cartpole-novel-2-shards": LearningCase("cartpole_novel_r2d2", "ray", 475.0, 150_000),
     # CI's R2D2 run: the same config to 200, with 64 sequences per update (half the CPU of
     # an update; evaluating every 250 updates, seeds 1-6 reached 200 at 26k-48k env steps
-    # with it, and 475 at 60k-143k). To 475 as a test, seed 1 took 306 CPU-seconds here
-    # and 139k of the 150k env steps (Ray runs are not reproducible).
+    # with it, and 475 at 60k-143k). To 475, seed 1 alone took 181 CPU-seconds here and
+    # 122k of the 150k env steps (Ray runs are not reproducible).
     "ray-r2d2-cartpole-novel-2-shards-to-200": LearningCase(
         "cartpole_novel_r2d2", "ray", 200.0, 80_000, ("algo_cfg.batch_size=64",), ci=True
     ),

@@ -79,7 +79,7 @@ def test_no_gradient_crosses_an_episode_start() -> None:
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 def test_next_observations_are_read_with_the_memory_after_their_step(kind: str) -> None:
-    """The packed unroll against a plain step loop, with episode ends inside."""
+    """The unroll against a plain step loop, with episode ends inside."""
     net = network(kind)
     steps, envs = 16, 3
     rng = np.random.default_rng(1)
