@@ -6,16 +6,18 @@ replays the sequences, for APPO from rollouts acted by older weights), which one
 does not exercise in the same way. The cases are those of ``benchmarks/learning_matrix.py``
 marked ``ci`` for memory, one per rollout flow on the same task (a cue recalled 5 blank
 steps later, which no policy without memory beats): PPO with a GRU (synchronous rollouts)
-and APPO with a GRU (asynchronous rollouts, V-trace over sequences); and R2D2 (an LSTM Q
-network on sequence replay, two replay shards) on CartPole without its velocities, to 200
-with 64 sequences per update (the shipped 128 cost twice the CPU per update; its 475
-within 150k is the benchmark's). PPO with an LSTM on
-CartPole without its velocities and APPO with an LSTM on Pendulum without its angular
-velocity run in one process in CI (``test_single_learning.py``), and on Ray in the
-benchmark. Each is the run ``python main.py --yaml configs/<name>.yaml`` makes, through
-the runner in the test's process, on the test session's Ray (real Ray actors; no Ray of its
-own to start), with two workers and seed 1; it stops at the first online evaluation (10 episodes)
-that reaches the threshold, and reads only ``results/summary.json``. One learning run per
+and APPO with a GRU (asynchronous rollouts, V-trace over sequences); PPO with an LSTM on
+CartPole without its velocities (to 475, seed 3: a synchronous PPO run on Ray is
+reproducible); and R2D2 (an LSTM Q network on sequence replay, two replay shards) on
+CartPole without its velocities, to 200 with 64 sequences per update (the shipped 128
+cost twice the CPU per update; its 475 within 150k is the benchmark's). PPO with an LSTM
+on CartPole without its velocities and APPO with an LSTM on Pendulum without its angular
+velocity run in one process in CI too (``test_single_learning.py``). Each is the run
+``python main.py --yaml configs/<name>.yaml`` makes, through the runner in the test's
+process, on the test session's Ray (real Ray actors; no Ray of its own to start), with two
+workers and the case's ``ci_seed`` (1 unless it says otherwise); it stops at the first
+online evaluation (10 episodes) that reaches the threshold, and reads only
+``results/summary.json``. One learning run per
 data flow on Ray is in ``test_multi_learner.py``; every algorithm on Ray is the
 benchmark's.
 """
@@ -32,6 +34,7 @@ from tests.support.cli_runs import assert_solved, train_in_process
 RUN_TIMEOUT_S = 540  # a case takes 20 s to 2 minutes here; past this it hangs
 
 MEMORY = [
+    "ray-ppo-lstm-cartpole-novel",
     "ray-ppo-gru-cue-recall",
     "ray-appo-gru-cue-recall",
     "ray-r2d2-cartpole-novel-2-shards-to-200",
@@ -46,7 +49,6 @@ def test_a_policy_with_memory_reaches_its_threshold_on_ray(
 ) -> None:
     learning = CASES[case]
     assert learning.ci and learning.backend == "ray"
-    summary = train_in_process(
-        tmp_path / case, learning.config, learning.args(), learning.threshold
-    )
+    overrides = (*learning.args(), f"general_cfg.seed={learning.ci_seed}")
+    summary = train_in_process(tmp_path / case, learning.config, overrides, learning.threshold)
     assert_solved(summary, learning.threshold, learning.budget)
