@@ -71,7 +71,7 @@ class AsyncRolloutQueue(RolloutQueue):
         room first: the queue never holds more than ``capacity``)."""
         t0 = time.monotonic()
         steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
-        stored = 0
+        queued = 0
         with self._cond:
             if worker_id not in self.reserved and self.stop_reason is None:
                 self.wait_for_room(worker_id, timeout_s=60.0)
@@ -83,11 +83,11 @@ class AsyncRolloutQueue(RolloutQueue):
                 self.dropped["stale"] += steps
             else:
                 self.rollouts.append(_Rollout(version, steps, worker_id, rollout))
-                stored = steps
+                queued = steps
             self.reserved.discard(worker_id)
             self._cond.notify_all()
         self.busy_s += time.monotonic() - t0
-        return InsertAck(0, stored, False)
+        return InsertAck(0, queued, False)
 
     def _lag(self, version: int) -> int:
         return self.learner_version - version

@@ -65,15 +65,15 @@ class RolloutQueue(DataPlaneRole):
         t0 = time.monotonic()
         with self._cond:
             steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
-            stored = 0
+            queued = 0
             if self.stop_reason is not None:
                 self.dropped["after_stop"] += steps
             else:
                 self.rollouts.append(_Rollout(version, steps, worker_id, rollout))
-                stored = steps
+                queued = steps
             self._cond.notify_all()
         self.busy_s += time.monotonic() - t0
-        return InsertAck(0, stored, False)
+        return InsertAck(0, queued, False)
 
     def learner_started(self, generation: int) -> Placement:
         with self._cond:
