@@ -155,10 +155,21 @@ class RayRuntime(Evaluations):
                 self.results.workers[index] = result
             else:
                 self.results.learners[index] = result
+                if result.data_server_lost is not None:
+                    self._learner_lost_its_data(events)
         for index, call in self.fleet.fill_room(events, self.results).items():
             self.runs[call] = ("worker", index)
         self.finished = not self.runs
         return events
+
+    def _learner_lost_its_data(self, events: RoleEvents) -> None:
+        """A learner ended early because a data-plane actor it reads from died (the rollout
+        queue). No worker may notice: in a synchronous flow each waits for the learner's
+        next weights once its rollout is in, and those never come. The run stops, named so.
+        A learner that ended because the coordinator died is the driver's to see."""
+        lost = self.data.lost()
+        if lost is not None and events.failure is None:
+            events.failure, events.failure_reason = lost, "data_server_failed"
 
     def _news_call(self, timeout_s: float) -> Call[int] | None:
         """The pending ``wait_for_news`` call to the coordinator, asked again once answered."""

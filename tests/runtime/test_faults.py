@@ -453,6 +453,54 @@ def test_killed_rollout_queue_stops_the_run_in_order_naming_the_data_server(
         run.kill()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_rollout_queue_killed_while_only_the_learner_waits_on_it_stops_the_run_naming_it(
+    tmp_path: Path,
+) -> None:
+    """No worker calls the queue after its death: one worker's env hangs mid-rollout (the
+    learner waits on the queue for that rollout) and the other worker, its rollout in,
+    waits for the learner's next weights. The learner's failed wait alone stops the run,
+    long before the stall watchdog would; the env steps on once the stop is logged."""
+    stall_timeout_s = 90
+    hung, claim, release = tmp_path / "hung", tmp_path / "claim", tmp_path / "release"
+    run = TrackedRun(
+        (
+            "--yaml",
+            config_path("cartpole_ppo"),
+            *CARTPOLE[2:],
+            *FIXED,
+            *NO_EVAL,
+            "env_cfg.id=tests.support.faulty_envs:OneWorkerHangsEnv",
+            f"env_cfg.kwargs={{hang_after: 600, mark: {hung}, claim: {claim}, release: {release}}}",
+            f"general_cfg.stall_timeout_s={stall_timeout_s}",
+            f"general_cfg.tasks_dir={tmp_path}",
+        ),
+        log_dir=tmp_path,
+    )
+    try:
+        (queue,) = wait_for(
+            run, "the rollout queue", lambda: role_pids(run, "ray::RolloutQueue"), 120
+        )
+        wait_for(run, "an env that hangs", hung.is_file, 180)
+        time.sleep(3)  # the other worker's rollout goes in; the learner waits on the queue
+        kill(queue)
+        killed_at = time.time()
+        task = the_task(tmp_path)
+        wait_for(run, "the stop", lambda: "stopping:" in log_text(task), stall_timeout_s + 60)
+        release.touch()
+        code = finish(run, RUN_TIMEOUT_S)
+        assert code == 1, run.stderr[-3000:]
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "data_server_failed", run.stderr[-3000:]
+        assert log_time(task, "stopping:") - killed_at < stall_timeout_s / 3
+        (error,) = error_lines(run.stderr)
+        assert "the data server (rollout queue) is gone" in error, error
+        assert final_checkpoint_updates(task) == summary["updates"] > 0
+    finally:
+        run.kill()
+
+
 # ----- runs that cannot make progress -----
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)

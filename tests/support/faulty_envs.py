@@ -38,6 +38,41 @@ class HangingEnv(CartPoleEnv):
         return super().step(action)
 
 
+class OneWorkerHangsEnv(CartPoleEnv):
+    """CartPole whose ``step`` blocks after ``hang_after`` steps in one worker process only
+    (the first to build it claims ``claim``, a file path), until the file ``release``
+    exists; it touches ``mark`` when it starts to wait. Every other process's envs step on.
+    In a synchronous rollout flow the learner then waits on the rollout queue for that
+    worker's rollout while the other worker, its rollout in, waits for the learner's next
+    weights."""
+
+    def __init__(
+        self, hang_after: int = 1000, mark: str = "", claim: str = "", release: str = "", **kw: Any
+    ) -> None:
+        super().__init__(**kw)
+        self.hang_after, self.mark, self.release = hang_after, mark, release
+        self.hangs = bool(claim) and _in_ray_worker_actor() and _claim(Path(claim))
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.hangs and self.steps == self.hang_after:
+            Path(self.mark).write_text(f"{os.getpid()} {time.time()}\n")
+            while not Path(self.release).exists():
+                time.sleep(0.05)
+        return super().step(action)
+
+
+def _claim(path: Path) -> bool:
+    """Whether this process is the one that owns ``path`` (the first to create it)."""
+    try:
+        with path.open("x") as f:
+            f.write(str(os.getpid()))
+        return True
+    except FileExistsError:
+        return path.read_text() == str(os.getpid())
+
+
 class BrokenStepEnv(CartPoleEnv):
     """CartPole whose ``step`` always raises: an env that fails on every try."""
 
