@@ -37,7 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class LearningCase:
     """One claim: ``config`` (a yaml under configs/) on ``backend`` reaches ``threshold``
-    within ``budget`` env steps. ``ci``: tests/learning/ runs it on every CI run."""
+    within ``budget`` env steps. ``ci``: tests/learning/ runs it, on every commit
+    (``bash .ci/run``), or with ``release`` only in the release check (``bash .ci/release``:
+    the long learning checks on Ray)."""
 
     config: str
     backend: str
@@ -46,6 +48,7 @@ class LearningCase:
     overrides: tuple[str, ...] = ()
     ci: bool = False
     ci_seed: int = 1  # the seed test_ray_learning.py runs it with (the matrix: --seeds)
+    release: bool = False
 
     def args(self) -> tuple[str, ...]:
         """The command-line overrides of the run (after ``--yaml``), without the seed."""
@@ -164,18 +167,26 @@ CASES: dict[str, LearningCase] = {
     # PPO with an LSTM on Ray (synchronous rollouts: reproducible), in CI with seed 3: it
     # solves at 51,200 env steps (seed 2 at 64,000, seed 1 at 133,120).
     "ray-ppo-lstm-cartpole-novel": LearningCase(
-        "cartpole_novel_ppo_lstm", "ray", 475.0, 150_000, ci=True, ci_seed=3
+        "cartpole_novel_ppo_lstm", "ray", 475.0, 150_000, ci=True, ci_seed=3, release=True
     ),
     "ray-appo-lstm-pendulum-novel": LearningCase(
         "pendulum_novel_appo_lstm", "ray", -300.0, 300_000
     ),
+    # Not a test: a Ray run is not reproducible, and this one misses now and then. Seed 2,
+    # four runs as test_ray_learning.py runs them (two side by side): 475 at 62k, 43k and
+    # 45k env steps, and once not within 150k (420 at best, at 99k).
     "ray-r2d2-cartpole-novel-2-shards": LearningCase("cartpole_novel_r2d2", "ray", 475.0, 150_000),
-    # CI's R2D2 run: the same config to 200, with 64 sequences per update (half the CPU of
-    # an update; evaluating every 250 updates, seeds 1-6 reached 200 at 26k-48k env steps
-    # with it, and 475 at 60k-143k). To 475, seed 1 alone took 181 CPU-seconds here and
-    # 122k of the 150k env steps (Ray runs are not reproducible).
+    # The release check's R2D2 run: the same config to 200, with 64 sequences per update
+    # (half the CPU of an update; evaluating every 250 updates, seeds 1-6 reached 200 at
+    # 26k-48k env steps with it, and 475 at 60k-143k).
     "ray-r2d2-cartpole-novel-2-shards-to-200": LearningCase(
-        "cartpole_novel_r2d2", "ray", 200.0, 80_000, ("algo_cfg.batch_size=64",), ci=True
+        "cartpole_novel_r2d2",
+        "ray",
+        200.0,
+        80_000,
+        ("algo_cfg.batch_size=64",),
+        ci=True,
+        release=True,
     ),
 }
 
@@ -218,6 +229,13 @@ def _shown(outcome: dict, case: LearningCase) -> str:
     return f"solved at {outcome['solved_at']} env steps of {case.budget}, {outcome['process_s']} s"
 
 
+def _tier(case: LearningCase) -> str:
+    """Which CI check runs ``case``: each commit's, the release check, or neither."""
+    if not case.ci:
+        return ""
+    return "release" if case.release else "ci"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
@@ -226,9 +244,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.list:
         for name, case in CASES.items():
-            print(
-                f"{name:36s} {'ci ' if case.ci else '   '} {case.config} {' '.join(case.overrides)}"
-            )
+            print(f"{name:40s} {_tier(case):8s} {case.config} {' '.join(case.overrides)}")
         return
     results: dict[str, dict[str, dict]] = {}
     failed = False

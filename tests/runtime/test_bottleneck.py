@@ -49,6 +49,7 @@ RUNS = {
 }
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("verdict", list(RUNS))

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.procs import ROOT, main_env
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.release]
 
 
 @pytest.mark.timeout(540)

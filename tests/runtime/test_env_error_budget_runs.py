@@ -53,6 +53,7 @@ def logged_at(task: Path, text: str) -> float:
     raise AssertionError(f"no log line with {text!r}\n{log_text(task)[-3000:]}")
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_dqn_cartpole_with_env_failing_on_1_percent_of_steps_counts_every_error_and_evaluates(

@@ -19,6 +19,7 @@ from tests.support.cli_runs import step_latency
 from tests.support.runs import ROOT, run_main
 
 
+@pytest.mark.release
 @pytest.mark.timeout(300)  # measured 72 s on 2 shared cores
 def test_run_stopping_with_evaluations_queued_exits_with_its_own_code(tmp_path: Path) -> None:
     done = run_main(

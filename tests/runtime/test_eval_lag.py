@@ -25,6 +25,7 @@ import pytest
 from tests.support.cli_runs import config_path, main_in_process, step_latency
 
 
+@pytest.mark.release
 @pytest.mark.timeout(240)
 def test_evaluations_slower_than_checkpoints_are_skipped_counted_and_said_once(
     tmp_path, ray_session, capsys

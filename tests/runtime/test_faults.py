@@ -200,6 +200,7 @@ def progress_updates(task: Path) -> int:
     return int(rows[-1]["updates"]) if rows else 0
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_a_learner_killed_before_its_first_regular_checkpoint_restarts_from_the_early_one(
@@ -235,6 +236,7 @@ def test_a_learner_killed_before_its_first_regular_checkpoint_restarts_from_the_
         run.kill()
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_a_learner_killed_past_its_restart_budget_stops_the_run_resumable(tmp_path: Path) -> None:
@@ -375,6 +377,7 @@ def test_killed_replay_shard_is_restarted_empty_counted_and_the_learner_learns_o
         run.kill()
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_a_shard_killed_under_two_learners_is_counted_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -52,6 +52,7 @@ FRAMES_RUN = (
 )
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(2 * RUN_TIMEOUT_S + 60)
 def test_stacked_frames_are_stored_once_saved_and_resumed(

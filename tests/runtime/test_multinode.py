@@ -312,6 +312,7 @@ def test_test_mode_runs_from_that_task_directory(cluster, learner_on_node2, tmp_
     assert summary["loaded_checkpoint"] == str(learner_on_node2 / "models" / "best.pt")
 
 
+@pytest.mark.release
 def test_resume_from_that_task_directory_on_the_second_node(cluster, learner_on_node2, tmp_path):
     before = _summary(learner_on_node2)
     proc = _main(
@@ -357,6 +358,7 @@ def test_no_actor_wrote_task_files_on_either_node(cluster, learner_on_node2):
 # ----- a sweep attached to the cluster -----
 
 
+@pytest.mark.release
 def test_a_sweep_attached_to_the_cluster_runs_its_trials_on_both_nodes(cluster, tmp_path):
     """Three one-process trials at once, each a placement group of 1 CPU: the head holds
     two, so Tune places the third on node 2; each row names its node, and every trial's
@@ -482,6 +484,7 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
 JOB_STEPS = 300  # the job shows where its driver runs and writes, not learning
 
 
+@pytest.mark.release
 @pytest.mark.ray_compat
 def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
     if cluster.node2.proc.poll() is None and cluster.node2_shares_the_heads_temp_dir():

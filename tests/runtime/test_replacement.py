@@ -47,6 +47,7 @@ from tests.support.procs import TrackedRun, free_port, task_dirs
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.slow,
+    pytest.mark.release,
     pytest.mark.timeout(900),
     pytest.mark.xdist_group("replacement_clusters"),
 ]

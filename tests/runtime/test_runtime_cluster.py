@@ -212,6 +212,7 @@ def test_ray_address_set_and_ray_address_default_attaches_with_no_second_raylet(
     assert summary["stop_reason"] == "max_env_steps"
 
 
+@pytest.mark.release
 def test_ray_address_local_starts_its_own_ray_despite_ray_address(cluster, tmp_path):
     tasks = tmp_path / "tasks"
     run = _tracked_main(
@@ -234,6 +235,7 @@ def test_ray_address_local_starts_its_own_ray_despite_ray_address(cluster, tmp_p
     assert "1 node, 1 CPUs, 0 GPUs;" in line and "joined" not in line, line
 
 
+@pytest.mark.release
 def test_attach_by_ray_client_runs(cluster, tmp_path):
     proc = _main(cluster, f"ray://127.0.0.1:{cluster.client_port}", tmp_path)
     _assert_finished(proc, tmp_path)

@@ -30,6 +30,7 @@ SLEEP_S = 0.01
 MAX_ENV_STEPS = 2000  # without a throttle, ~1700 steps ahead
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_slow_learner_holds_the_workers_back_by_the_lag_tolerance_asked_for(

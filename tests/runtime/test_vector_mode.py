@@ -94,6 +94,7 @@ def env_subprocesses(run: TrackedRun) -> dict[tuple[int, int], str]:
 
 # Measured 79 s on 2 shared cores (when it ran to 30k steps); above its own waits (120 + 3 +
 # 180 + 60 s), which say more.
+@pytest.mark.release
 @pytest.mark.timeout(420)
 def test_async_env_subprocess_killed_with_sigkill_is_rebuilt_and_counted(
     tmp_path: Path,

@@ -24,6 +24,7 @@ max_concurrent_trials: 2
 """
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_an_optuna_sweep_runs_each_drawn_trial_and_writes_its_row_and_the_best_config(

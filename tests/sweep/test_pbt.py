@@ -60,6 +60,7 @@ def pbt_sweep(tmp_path_factory):
     return finished_sweep(tmp_path, TrackedRun(args, log_dir=tmp_path))
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.ray_compat  # Tune's report with a checkpoint and its restore, on the oldest Ray too
 @pytest.mark.timeout(600)

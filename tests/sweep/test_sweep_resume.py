@@ -31,6 +31,7 @@ max_concurrent_trials: 1
 """
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_sweep_stopped_by_ctrl_c_resumes_with_the_printed_command_and_finishes(

@@ -140,6 +140,7 @@ def ray_trials_with_a_killed_learner(tmp_path_factory):
     return rows
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
@@ -157,6 +158,7 @@ def test_every_role_of_a_ray_backend_trial_runs_in_that_trials_placement_group(
     assert len(set(groups)) == 2, groups  # each trial in a group of its own
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_a_learner_killed_mid_sweep_is_restarted_in_its_trial_and_every_trial_finishes(
     ray_trials_with_a_killed_learner,
@@ -168,6 +170,7 @@ def test_a_learner_killed_mid_sweep_is_restarted_in_its_trial_and_every_trial_fi
     assert [r["restarts"] for r in rows] == ["learner 1", ""], rows
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_trial_whose_run_fails_is_an_error_row_and_the_other_trials_finish(
