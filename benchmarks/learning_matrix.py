@@ -104,7 +104,8 @@ CASES: dict[str, LearningCase] = {
         "slow_cartpole_ppo_single", "single", 475.0, 100_000, ci=True
     ),
     # PPO with an LSTM on CartPole without its velocities (the Ray layout of the same
-    # config is below; the recurrent Ray flows in CI are APPO + LSTM and PPO + GRU).
+    # config is below; each commit's CI runs the recurrent Ray flows as PPO + GRU and
+    # APPO + GRU).
     "single-ppo-lstm-cartpole-novel": LearningCase(
         "cartpole_novel_ppo_lstm_single", "single", 475.0, 150_000, ci=True
     ),
@@ -164,8 +165,8 @@ CASES: dict[str, LearningCase] = {
     "ray-ppo-goalgrid-dict": LearningCase("goalgrid_ppo", "ray", 0.9, 100_000),
     "ray-dqn-frozenlake-discrete": LearningCase("frozenlake_dqn", "ray", 1.0, 30_000),
     "ray-slow-cartpole-ppo-async-envs": LearningCase("slow_cartpole_ppo", "ray", 475.0, 100_000),
-    # PPO with an LSTM on Ray (synchronous rollouts: reproducible), in CI with seed 3: it
-    # solves at 51,200 env steps (seed 2 at 64,000, seed 1 at 133,120).
+    # PPO with an LSTM on Ray (synchronous rollouts: reproducible), in the release check
+    # with seed 3: it solves at 51,200 env steps (seed 2 at 64,000, seed 1 at 133,120).
     "ray-ppo-lstm-cartpole-novel": LearningCase(
         "cartpole_novel_ppo_lstm", "ray", 475.0, 150_000, ci=True, ci_seed=3, release=True
     ),
