@@ -474,7 +474,7 @@ def test_a_rollout_queue_killed_while_only_the_learner_waits_on_it_stops_the_run
             *CARTPOLE[2:],
             *FIXED,
             *NO_EVAL,
-            "env_cfg.id=tests.support.faulty_envs:OneWorkerHangsEnv",
+            "env_cfg.id=tests.support.faulty_envs:HangingEnv",
             f"env_cfg.kwargs={{hang_after: 600, mark: {hung}, claim: {claim}, release: {release}}}",
             f"general_cfg.stall_timeout_s={stall_timeout_s}",
             f"general_cfg.tasks_dir={tmp_path}",

@@ -18,53 +18,44 @@ from gymnasium.envs.classic_control import CartPoleEnv
 
 
 class HangingEnv(CartPoleEnv):
-    """CartPole whose ``step`` blocks forever after ``hang_after`` steps of this env.
+    """CartPole whose ``step`` blocks after ``hang_after`` steps of this env: forever, or
+    until the file ``release`` exists (when given).
 
     Before hanging it touches ``mark`` (when given), so a test knows when the run stalled.
+    With ``claim`` (a file path) it hangs in one worker process only, the first to build it;
+    every other process's envs step on. In a synchronous rollout flow the learner then waits
+    on the rollout queue for that worker's rollout while the other worker, its rollout in,
+    waits for the learner's next weights.
     """
 
-    def __init__(self, hang_after: int = 1000, mark: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        hang_after: int = 1000,
+        mark: str | None = None,
+        claim: str = "",
+        release: str = "",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.hang_after = hang_after
-        self.mark = mark
+        self.hang_after, self.mark, self.release = hang_after, mark, release
+        self.hangs = not claim or (_in_ray_worker_actor() and claim_file(Path(claim)))
         self.steps = 0
 
     def step(self, action: Any) -> Any:
         self.steps += 1
-        if self.steps > self.hang_after:
+        if self.hangs and self.steps == self.hang_after + 1:
             if self.mark:
                 Path(self.mark).write_text(f"{os.getpid()} {time.time()}\n")
-            threading.Event().wait()  # a simulator that stopped answering
-        return super().step(action)
-
-
-class OneWorkerHangsEnv(CartPoleEnv):
-    """CartPole whose ``step`` blocks after ``hang_after`` steps in one worker process only
-    (the first to build it claims ``claim``, a file path), until the file ``release``
-    exists; it touches ``mark`` when it starts to wait. Every other process's envs step on.
-    In a synchronous rollout flow the learner then waits on the rollout queue for that
-    worker's rollout while the other worker, its rollout in, waits for the learner's next
-    weights."""
-
-    def __init__(
-        self, hang_after: int = 1000, mark: str = "", claim: str = "", release: str = "", **kw: Any
-    ) -> None:
-        super().__init__(**kw)
-        self.hang_after, self.mark, self.release = hang_after, mark, release
-        self.hangs = bool(claim) and _in_ray_worker_actor() and _claim(Path(claim))
-        self.steps = 0
-
-    def step(self, action: Any) -> Any:
-        self.steps += 1
-        if self.hangs and self.steps == self.hang_after:
-            Path(self.mark).write_text(f"{os.getpid()} {time.time()}\n")
+            if not self.release:
+                threading.Event().wait()  # a simulator that stopped answering
             while not Path(self.release).exists():
                 time.sleep(0.05)
         return super().step(action)
 
 
-def _claim(path: Path) -> bool:
-    """Whether this process is the one that owns ``path`` (the first to create it)."""
+def claim_file(path: Path) -> bool:
+    """Whether this process owns ``path``: the first process to create it does (it holds
+    that process's pid)."""
     try:
         with path.open("x") as f:
             f.write(str(os.getpid()))

@@ -12,14 +12,13 @@ it is plain CartPole.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from gymnasium.envs.classic_control import CartPoleEnv
 
-from tests.support.faulty_envs import _in_ray_worker_actor
+from tests.support.faulty_envs import _in_ray_worker_actor, claim_file
 
 LATE_BY_S = 2.0  # after the first worker's rollout: time for its push and report
 WAIT_LIMIT_S = 60.0
@@ -35,16 +34,7 @@ class LateSecondWorkerEnv(CartPoleEnv):
         self.stepped = Path(marks) / "stepped"
         if not marks or not _in_ray_worker_actor():
             return
-        first = Path(marks) / "first"
-        pid = str(os.getpid())
-        try:
-            with first.open("x") as f:  # the first worker process to get here claims it
-                f.write(pid)
-            self.counting = True
-            return
-        except FileExistsError:
-            pass
-        if first.read_text() == pid:
+        if claim_file(Path(marks) / "first"):  # the first worker process to get here
             self.counting = True
         else:
             _wait_for(self.stepped)
