@@ -247,6 +247,18 @@ CASES = [
         r"allowed with several learners: max_workers null or n_workers",
     ),
     Case(
+        "lockstep_with_two_learners",
+        fixed("general_cfg.lockstep=true", "general_cfg.n_learners=2"),
+        r"general_cfg\.lockstep=true takes one learner, not general_cfg\.n_learners=2",
+        r"allowed: n_learners=1, or lockstep=false",
+    ),
+    Case(
+        "lockstep_with_a_growing_fleet",
+        fixed("general_cfg.lockstep=true", "general_cfg.n_workers=2", "general_cfg.max_workers=3"),
+        r"general_cfg\.lockstep=true keeps the fleet as it starts.*max_workers=3",
+        r"allowed: max_workers null or n_workers \(2\), or lockstep=false",
+    ),
+    Case(
         "learner_lost_after_s_0",
         fixed("general_cfg.learner_lost_after_s=0"),
         r"general_cfg\.learner_lost_after_s=0",

@@ -114,16 +114,24 @@ class LocalPlanes:
 
 class RayFactory:
     """Data-plane actors as threaded Ray actors, named by run; a restartable one is
-    restarted by Ray (``max_restarts=-1``) from its first arguments."""
-
-    forward_every_s: float | None = None
+    restarted by Ray (``max_restarts=-1``) from its first arguments. In lockstep, every
+    call is answered before the caller goes on, and a shard forwards each report at once,
+    as in one process."""
 
     def __init__(
-        self, run_id: str, report_sink: ReportSink, per_caller: int, others: int, options: Any
+        self,
+        run_id: str,
+        report_sink: ReportSink,
+        per_caller: int,
+        others: int,
+        options: Any,
+        lockstep: bool = False,
     ) -> None:
         self.run_id = run_id
         self.report_sink: ReportSink | None = report_sink
         self.per_caller, self.others, self.options = per_caller, others, options
+        self.lockstep = lockstep
+        self.forward_every_s: float | None = 0.0 if lockstep else None
         self.actors: list[Any] = []
 
     def start(
@@ -152,11 +160,12 @@ class RayFactory:
             .remote(**kwargs)
         )
         self.actors.append(actor)
-        return RayHandle(role, name=actor_name, actor=actor)
+        return RayHandle(role, name=actor_name, actor=actor, lockstep=self.lockstep)
 
 
 class RayPlanes:
-    """The coordinator and the data plane as Ray actors, with clients."""
+    """The coordinator and the data plane as Ray actors, with clients (``lockstep``: whose
+    calls are answered before the caller goes on)."""
 
     def __init__(
         self,
@@ -164,6 +173,7 @@ class RayPlanes:
         *,
         max_pushes_in_flight: int = 2,
         options: dict[str, Any] | None = None,
+        lockstep: bool = False,
     ) -> None:
         import ray
 
@@ -171,12 +181,14 @@ class RayPlanes:
         coordinator_name = f"joyrl-coordinator-{run_id}"
         # The data plane forwards its workers' reports to the coordinator, found by its name
         # (a restarted shard finds it again; the coordinator is created last).
-        named_coordinator = CoordinatorClient(RayHandle("Coordinator", name=coordinator_name))
+        named_coordinator = CoordinatorClient(
+            RayHandle("Coordinator", name=coordinator_name, lockstep=lockstep)
+        )
         options = options or {}
         per_caller = max_pushes_in_flight + 2
         others = 4 * setup.n_learners + 8
         self.flow = setup.flow()
-        factory = RayFactory(run_id, named_coordinator, per_caller, others, options)
+        factory = RayFactory(run_id, named_coordinator, per_caller, others, options, lockstep)
         self.data: DataPlane = self.flow.build(factory, setup.data_setup())
         self.actors = factory.actors
         self.coordinator_actor = (
@@ -194,7 +206,12 @@ class RayPlanes:
             )
         )
         self.coordinator = CoordinatorClient(
-            RayHandle("Coordinator", name=coordinator_name, actor=self.coordinator_actor)
+            RayHandle(
+                "Coordinator",
+                name=coordinator_name,
+                actor=self.coordinator_actor,
+                lockstep=lockstep,
+            )
         )
 
     def sender(self, worker_id: int) -> WorkerSender:

@@ -90,7 +90,9 @@ class Runtime(Protocol):
     evaluator: EvaluatorClient | None
     store: ObjectStore
     results: RoleResults
-    finished: bool
+
+    @property
+    def finished(self) -> bool: ...
 
     def advance(self, timeout_s: float) -> RoleEvents: ...
 

@@ -108,6 +108,7 @@ def check_general(general: DictConfig) -> None:
             f"general_cfg.n_learners={general.n_learners} needs general_cfg.mp_backend=ray "
             "(data-parallel learners are separate processes); allowed with single: 1"
         )
+    _check_lockstep(general)
     for key, low in (
         ("max_worker_restarts", -1),
         ("max_learner_restarts", 0),
@@ -227,6 +228,23 @@ def _check_fleet_bounds(general: DictConfig) -> None:
         raise ConfigError(
             f"general_cfg.max_workers={high} needs general_cfg.mp_backend=ray (the fleet grows "
             f"onto Ray nodes); allowed with {general.mp_backend}: null or n_workers ({n})"
+        )
+
+
+def _check_lockstep(general: DictConfig) -> None:
+    """Lockstep takes turns among one learner and a fixed fleet."""
+    if not general.lockstep:
+        return
+    if general.n_learners > 1:
+        raise ConfigError(
+            f"general_cfg.lockstep=true takes one learner, not general_cfg.n_learners="
+            f"{general.n_learners}; allowed: n_learners=1, or lockstep=false"
+        )
+    if general.max_workers is not None and general.max_workers > general.n_workers:
+        raise ConfigError(
+            f"general_cfg.lockstep=true keeps the fleet as it starts, not growing to "
+            f"general_cfg.max_workers={general.max_workers}; allowed: max_workers null or "
+            f"n_workers ({general.n_workers}), or lockstep=false"
         )
 
 

@@ -40,6 +40,9 @@ class GeneralConfig:
     # joins) up to this many workers (null: n_workers, no growth)
     n_envs_per_worker: int = 1  # envs per worker, one vector env (env_cfg.vector_mode)
     n_learners: int = 1  # data-parallel Learner actors (ray backend), gradients averaged
+    lockstep: bool = False  # Ray: the actors take turns as the single backend's roles do,
+    # each call answered before the next: a seeded run is reproducible, off-policy too (and
+    # slower: nothing runs side by side; a role that dies stops the run); one learner
     ray_address: str | None = None  # null: $RAY_ADDRESS if set, else a local Ray; local, auto,
     # host:port, ray://host:port
     ray_num_cpus: int | None = None  # CPUs for a local Ray (null: all of this machine's)

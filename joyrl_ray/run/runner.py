@@ -22,6 +22,7 @@ import yaml
 from algos import get_algorithm
 from envs.probe import probe_env
 from joyrl_ray.backends.local import LocalRuntime
+from joyrl_ray.backends.lockstep import LockstepRuntime
 from joyrl_ray.backends.placement import (
     ClusterFitError,
     Node,
@@ -333,7 +334,8 @@ def _drive(
         runtime = LocalRuntime(general, roles, planes, setup, spaces)
     else:
         nodes_line = describe(alive_nodes())
-        runtime = RayRuntime(general, roles, planes, setup, spaces, requests)
+        backend = LockstepRuntime if general.lockstep else RayRuntime
+        runtime = backend(general, roles, planes, setup, spaces, requests)
     freeze_startup_heap()  # the driver's own libraries and roles are all loaded by now
     try:
         if not train:  # workers act with the checkpoint's weights

@@ -227,12 +227,19 @@ class RayHandle:
     Given a name, it pickles as that name and finds the actor again on first use, so an
     actor that receives it holds no actor handle in its constructor arguments: Ray can
     restart it from its arguments alone, and it reconnects to the named actor.
+
+    A ``lockstep`` handle returns a call only once the actor has run it (``general_cfg.
+    lockstep``): a caller's calls then happen in the order it makes them, also at a
+    threaded actor, as in one process.
     """
 
-    def __init__(self, role: str, *, name: str | None = None, actor: Any = None) -> None:
+    def __init__(
+        self, role: str, *, name: str | None = None, actor: Any = None, lockstep: bool = False
+    ) -> None:
         self.role = role
         self.name = name
         self._actor = actor
+        self.lockstep = lockstep
 
     @property
     def actor(self) -> Any:
@@ -245,14 +252,19 @@ class RayHandle:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
         if self.name is None:
             raise TypeError(f"the handle of {self.role} is not named and cannot travel")
-        return _named_ray_handle, (self.role, self.name), {}
+        return _named_ray_handle, (self.role, self.name, self.lockstep), {}
 
     def invoke(self, method: str, *args: Any, **kwargs: Any) -> Call[Any]:
-        return RayCall(getattr(self.actor, method).remote(*args, **kwargs), self.role, method)
+        ref = getattr(self.actor, method).remote(*args, **kwargs)
+        if self.lockstep:
+            import ray
+
+            ray.wait([ref], num_returns=1, fetch_local=False)  # run, or failed: not raised here
+        return RayCall(ref, self.role, method)
 
 
-def _named_ray_handle(role: str, name: str) -> RayHandle:
-    return RayHandle(role, name=name)
+def _named_ray_handle(role: str, name: str, lockstep: bool = False) -> RayHandle:
+    return RayHandle(role, name=name, lockstep=lockstep)
 
 
 # ----- object stores -----

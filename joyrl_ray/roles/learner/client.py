@@ -15,3 +15,13 @@ class LearnerClient(RoleClient):
 
     def run(self, group_address: tuple[str, int] | None) -> Call[LearnerResult]:
         return self._call(Learner.run, group_address)
+
+    # ----- lockstep: the driver gives the learner its turns -----
+    def start(self, group_address: tuple[str, int] | None) -> Call[None]:
+        return self._call(Learner.start, group_address)
+
+    def train_step(self, wait_s: float) -> Call[str]:
+        return self._call(Learner.train_step, wait_s)
+
+    def finish(self) -> Call[LearnerResult]:
+        return self._call(Learner.finish)

@@ -18,10 +18,15 @@ class ActingWeights:
         store: ObjectStore,
         policy: Policy,
         fetch_timeout_s: float,
+        *,
+        always_wait: bool = False,
     ) -> None:
         self.store = store
         self.policy = policy
         self.fetch_timeout_s = fetch_timeout_s
+        #: Load newer weights as soon as they are known, waiting for them (lockstep: when
+        #: they arrive must not change what the worker does).
+        self.always_wait = always_wait
         self.version = 0
         self.pending: Weights | None = None
 
@@ -31,7 +36,7 @@ class ActingWeights:
         if weights is not None and weights.version > self.version:
             self.pending = weights
         pending = self.pending
-        if pending is None or not (now or self.store.ready(pending.box)):
+        if pending is None or not (now or self.always_wait or self.store.ready(pending.box)):
             return 0.0  # still travelling: keep acting with the current weights meanwhile
         t0 = time.monotonic()
         self.policy.set_weights(self.store.get(pending.box, timeout_s=self.fetch_timeout_s))

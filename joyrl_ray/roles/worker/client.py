@@ -12,3 +12,16 @@ class WorkerClient(RoleClient):
 
     def run(self) -> Call[WorkerStats]:
         return self._call(Worker.run)
+
+    # ----- lockstep: the driver gives the worker its turns -----
+    def start(self) -> Call[None]:
+        return self._call(Worker.start)
+
+    def step(self, wait_s: float) -> Call[bool]:
+        return self._call(Worker.step, wait_s)
+
+    def finish(self) -> Call[WorkerStats]:
+        return self._call(Worker.finish)
+
+    def close(self) -> Call[None]:
+        return self._call(Worker.close)

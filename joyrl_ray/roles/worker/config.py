@@ -22,6 +22,7 @@ class WorkerConfig:
     n_envs: int
     chunk_steps: int  # vector steps per chunk, unless the flow says (a rollout's length)
     max_pushes_in_flight: int
+    lockstep: bool  # newer weights are loaded as they reach the worker, never later
     collect_traj: bool
     max_step: int  # per episode
     fault_injection: FaultInjectionConfig
@@ -38,6 +39,7 @@ class WorkerConfig:
             n_envs=general.n_envs_per_worker,
             chunk_steps=general.worker_chunk_steps,
             max_pushes_in_flight=general.max_pushes_in_flight,
+            lockstep=general.lockstep,
             collect_traj=general.collect_traj,
             max_step=general.max_step,
             fault_injection=general.fault_injection,

@@ -118,7 +118,7 @@ class Worker:
         self.cutter = TrajectoryCutter(self.n_envs) if cfg.collect_traj else None
         self.chunk = Chunk(sender.chunk_len)
         self.obs: np.ndarray | None = None
-        self.weights = ActingWeights(store, self.policy, ACK_TIMEOUT_S)
+        self.weights = ActingWeights(store, self.policy, ACK_TIMEOUT_S, always_wait=cfg.lockstep)
         self.global_env_steps = 0
         self.in_flight: deque[Call[PushAck]] = deque()
         self.stop = False

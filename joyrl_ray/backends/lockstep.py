@@ -1,0 +1,164 @@
+"""``general_cfg.lockstep`` on Ray: the actors take the single backend's turns.
+
+The same actors as :mod:`.ray_runtime` (the coordinator, the data plane, one learner, the
+workers, placed as there), but no role runs a loop of its own: the driver gives them their
+turns (:mod:`.turns`), and every call between actors is answered before the caller goes on
+(lockstep handles; a shard forwards each report at once; a worker loads newer weights as
+they reach it). So everything happens in one order, whatever the processes' timing, and a
+seeded run is reproducible off-policy too, where the free-running backend's is not (which
+weights a worker acts with, and which rows a shard holds when a learner samples, depend on
+timing there). Nothing runs side by side, so it is slower; the online evaluation runs in
+the driver between turns, as on the single backend. A role that dies stops the run, named:
+there is no loop to restart it into.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from joyrl_ray.backends.learner_group import LearnerGroup
+from joyrl_ray.backends.placement import (
+    Requests,
+    actor_options,
+    data_server_options,
+    worker_strategy,
+)
+from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
+from joyrl_ray.backends.runtime import (
+    Evaluations,
+    LearnerSetup,
+    RoleConfigs,
+    RoleEvents,
+    Spaces,
+)
+from joyrl_ray.backends.turns import CALL_TIMEOUT_S, TurnLearner, Turns, TurnWorker
+from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.flows.base import DataPlane
+from joyrl_ray.roles.evaluator.client import EvaluatorClient
+from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
+from joyrl_ray.roles.learner.client import LearnerClient
+from joyrl_ray.roles.learner.learner import LearnerResult
+from joyrl_ray.roles.worker.client import WorkerClient
+from joyrl_ray.roles.worker.worker import Worker, WorkerStats
+from joyrl_ray.wire.handles import LocalHandle, ObjectStore, RayHandle, RayStore, RoleError
+
+# One turn's call (a chunk, a round of updates, a checkpoint), or a role's start, which
+# waits for its process to be started first: on a loaded machine Ray starts a few at a time.
+TURN_TIMEOUT_S = 600.0
+
+
+class RemoteWorker:
+    """A worker actor, called one turn at a time."""
+
+    def __init__(self, worker_id: int, actor: Any) -> None:
+        self.worker_id = worker_id
+        self.client = WorkerClient(RayHandle(f"worker {worker_id}", actor=actor))
+
+    def start(self) -> None:
+        self.client.start().result(TURN_TIMEOUT_S)
+
+    def step(self, wait_s: float) -> bool:
+        return self.client.step(wait_s).result(TURN_TIMEOUT_S)
+
+    def finish(self) -> WorkerStats:
+        return self.client.finish().result(TURN_TIMEOUT_S)
+
+    def close(self) -> None:
+        try:
+            self.client.close().result(CALL_TIMEOUT_S)
+        except RoleError:  # it died: its envs went with it
+            pass
+
+
+class RemoteLearner:
+    """The learner actor, called one turn at a time."""
+
+    def __init__(self, actor: Any) -> None:
+        self.client = LearnerClient(RayHandle("learner 0", actor=actor))
+
+    def start(self) -> None:
+        self.client.start(None).result(TURN_TIMEOUT_S)
+
+    def train_step(self, wait_s: float) -> str:
+        return self.client.train_step(wait_s).result(TURN_TIMEOUT_S)
+
+    def finish(self) -> LearnerResult:
+        return self.client.finish().result(TURN_TIMEOUT_S)
+
+
+class LockstepRuntime(Evaluations):
+    """Ray actors that take turns; the driver's view of them."""
+
+    def __init__(
+        self,
+        general: GeneralConfig,
+        roles: RoleConfigs,
+        setup: PlaneSetup,
+        learner: LearnerSetup | None,
+        spaces: Spaces,
+        requests: Requests,
+    ) -> None:
+        import ray
+
+        self.ray = ray
+        self.store: ObjectStore = RayStore()
+        self.planes = RayPlanes(
+            setup,
+            max_pushes_in_flight=general.max_pushes_in_flight,
+            options=data_server_options(general),
+            lockstep=True,
+        )
+        self.data: DataPlane = self.planes.data
+        self.coordinator = self.planes.coordinator
+        # The learner first, started before any worker, as on the single backend: the
+        # workers' first weights are its first.
+        self.learners: LearnerGroup | None = None
+        remote_learner: TurnLearner | None = None
+        if learner is not None:
+            links = self.planes.learner_links()
+            self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
+            self.learners.create(learner.start_state)
+            remote_learner = RemoteLearner(self.learners.actors[0])
+            remote_learner.start()
+        options = {
+            **actor_options(requests.worker),
+            "max_restarts": 0,
+            "scheduling_strategy": worker_strategy(general),
+        }
+        worker_cls = ray.remote(Worker).options(**options)
+        self.worker_actors = [
+            worker_cls.remote(i, roles.worker, self.planes.sender(i), RayStore())
+            for i in range(general.n_workers)
+        ]
+        workers = [RemoteWorker(i, actor) for i, actor in enumerate(self.worker_actors)]
+        for worker in workers:
+            worker.start()
+        self.evaluator: EvaluatorClient | None = None
+        self._online_evaluator: OnlineEvaluator | None = None
+        if learner is not None and general.online_eval:
+            self._online_evaluator = OnlineEvaluator(roles.evaluator, spaces)
+            self.evaluator = EvaluatorClient(LocalHandle(self._online_evaluator, "Evaluator"))
+        worker_turns: list[TurnWorker] = list(workers)
+        self.turns = Turns(worker_turns, remote_learner, self.coordinator)
+        self.results = self.turns.results
+
+    @property
+    def finished(self) -> bool:
+        return self.turns.finished
+
+    def advance(self, timeout_s: float) -> RoleEvents:
+        """Give every actor turns for ``timeout_s``; one that raises or dies ends the run."""
+        return self.turns.advance(timeout_s)
+
+    def shutdown(self) -> None:
+        try:
+            self.turns.stop()
+        except RoleError:  # a role or the coordinator is gone: nothing is left to finish
+            pass
+        for actor in self.worker_actors:
+            self.ray.kill(actor, no_restart=True)
+        if self.learners is not None:
+            self.learners.shutdown()
+        self.planes.kill()
+        if self._online_evaluator is not None:
+            self._online_evaluator.close()

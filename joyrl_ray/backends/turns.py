@@ -1,0 +1,112 @@
+"""Roles taking turns: the single backend's schedule, and the Ray backend's in lockstep.
+
+A turn: every worker still stepping collects and pushes one chunk (a rollout, on-policy),
+in worker order; then the learner learns round after round until it has no data left to
+learn (or the run stopped). Every wait is 0: a call that would wait returns at once. With
+roles whose calls are answered before the caller goes on (plain objects in one process, or
+Ray actors in lockstep), everything happens in one order, so a seeded run is reproducible.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from joyrl_ray.backends.runtime import RoleEvents, RoleResults
+from joyrl_ray.control.client import CoordinatorClient
+from joyrl_ray.roles.learner.learner import LearnerResult
+from joyrl_ray.roles.learner.source import LEARNED, STOPPED
+from joyrl_ray.roles.worker.worker import WorkerStats
+from joyrl_ray.wire.handles import RoleError, first_line
+
+CALL_TIMEOUT_S = 60.0
+
+
+class TurnWorker(Protocol):
+    """A worker as the turns see it (a :class:`~joyrl_ray.roles.worker.worker.Worker`, or
+    an actor's stand-in)."""
+
+    worker_id: int
+
+    def step(self, wait_s: float) -> bool: ...
+
+    def finish(self) -> WorkerStats: ...
+
+    def close(self) -> None: ...
+
+
+class TurnLearner(Protocol):
+    """A learner as the turns see it."""
+
+    def train_step(self, wait_s: float) -> str: ...
+
+    def finish(self) -> LearnerResult: ...
+
+
+class Turns:
+    """Gives the roles their turns until the run is over; what they ended with."""
+
+    def __init__(
+        self,
+        workers: list[TurnWorker],
+        learner: TurnLearner | None,
+        coordinator: CoordinatorClient,
+    ) -> None:
+        self.workers, self.learner, self.coordinator = workers, learner, coordinator
+        self.results = RoleResults()
+        self.finished = False
+        self._stepping = list(workers)
+        self._learning = learner is not None
+        self._failed = False  # a role raised: its state is not to be trusted
+        self._news_seen = 0
+
+    def advance(self, timeout_s: float) -> RoleEvents:
+        """Give every role turns for ``timeout_s``, or until there is news for the driver (a
+        checkpoint, the stop); a role that raises ends the run, named."""
+        events = RoleEvents()
+        deadline = time.monotonic() + timeout_s
+        while not self.finished and time.monotonic() < deadline:
+            role = "worker"
+            try:
+                self._stepping = [w for w in self._stepping if w.step(0.0)]
+                role = "learner"
+                learner = self.learner
+                while learner is not None and self._learning:
+                    status = learner.train_step(0.0)
+                    if status != LEARNED:
+                        self._learning = status != STOPPED
+                        break
+            except Exception as exc:  # the run stops with the error named, nothing lost
+                # An actor's error already names its role and call (lockstep on Ray).
+                why = str(exc).splitlines()[0] if isinstance(exc, RoleError) else first_line(exc)
+                events.failure = f"{role} failed: {why}"
+                events.failure_reason = f"{role}_error"
+                self.coordinator.request_stop(events.failure_reason, events.failure).result(
+                    CALL_TIMEOUT_S
+                )
+                self._failed = True
+                self.finish()
+                break
+            if not self._stepping and not self._learning:
+                self.finish()
+            news = self.coordinator.wait_for_news(self._news_seen, 0.0).result(CALL_TIMEOUT_S)
+            if news != self._news_seen:  # a checkpoint or the stop: to the driver
+                self._news_seen = news
+                break
+        return events
+
+    def finish(self) -> None:
+        """Each role's last call (not after a failure: what it holds is not to be trusted)."""
+        for worker in self.workers:
+            if not self._failed:
+                self.results.workers[worker.worker_id] = worker.finish()
+            worker.close()
+        if self.learner is not None and not self._failed:
+            self.results.learners[0] = self.learner.finish()
+        self.finished = True
+
+    def stop(self) -> None:
+        """The driver ends the run early (an interrupt, say): the roles finish where they are."""
+        if not self.finished:
+            self.coordinator.request_stop("shutdown").result(CALL_TIMEOUT_S)
+            self.finish()

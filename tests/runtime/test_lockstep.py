@@ -1,0 +1,155 @@
+"""``general_cfg.lockstep``: a seeded off-policy run on Ray takes the single backend's steps.
+
+Free-running, a Ray run's workers act with whichever weights have reached them, and a
+learner samples whatever rows its shards hold when its request lands: both depend on the
+processes' timing, so two seeded off-policy runs on Ray differ. In lockstep the actors take
+the single backend's turns and each call is answered before its caller goes on, so the run
+is the single backend's, on Ray actors: R2D2 with two workers and two replay shards
+(sequences, priorities written back per sequence) and DQN with prioritized replay end with
+the same parameters and the same evaluations as with ``mp_backend: single``.
+
+Both runs go through the runner as ``main.py`` calls it, in the test's process: the Ray run
+on the test session's Ray (real actors). On one node a published version is in the worker's
+object store by the time an ack names it; on a cluster it reaches the worker's node a moment
+later, which a task that returns the weights late stands in for. A worker killed in
+lockstep is ``main.py`` on a Ray of its own, the worker's process found and killed by pid
+(SIGKILL).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from algos import get_algorithm
+from envs import make_env
+from joyrl_ray.roles.worker.acting_weights import ActingWeights
+from joyrl_ray.wire.handles import RayStore
+from joyrl_ray.wire.messages import Weights
+from tests.support.cli_runs import config_path, summary_of, train_in_process
+from tests.support.procs import TrackedRun, task_dirs
+from tests.support.runs import make_cfg
+from tests.support.watch import env_steps, kill, role_pids, wait_for
+
+#: case -> (config, overrides): two workers on two replay shards, a few evaluations.
+RUNS = {
+    "r2d2": (
+        "cartpole_novel_r2d2",
+        (
+            "general_cfg.max_env_steps=3000",
+            "algo_cfg.learn_start=500",
+            "general_cfg.model_save_fre=40",
+        ),
+    ),
+    "dqn-per": (
+        "cartpole_dqn_per",
+        (
+            "general_cfg.n_workers=2",
+            "general_cfg.n_replay_shards=2",
+            "general_cfg.worker_chunk_steps=16",
+            "general_cfg.weights_publish_every=8",
+            "general_cfg.max_env_steps=3000",
+            "algo_cfg.learn_start=500",
+            "general_cfg.model_save_fre=200",
+        ),
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("case", list(RUNS))
+def test_a_seeded_off_policy_run_in_lockstep_on_ray_equals_the_single_backend_run(
+    ray_session, tmp_path: Path, case: str
+) -> None:
+    config, overrides = RUNS[case]
+    single = train_in_process(
+        tmp_path / "single", config, (*overrides, "general_cfg.mp_backend=single"), None
+    )
+    lockstep = train_in_process(
+        tmp_path / "lockstep",
+        config,
+        (*overrides, "general_cfg.mp_backend=ray", "general_cfg.lockstep=true"),
+        None,
+    )
+    assert lockstep["updates"] == single["updates"] >= 100, (lockstep["updates"], single["updates"])
+    assert lockstep["env_steps"] == single["env_steps"]
+    digest = lockstep["learners"][0]["params_digest"]
+    assert digest == single["learners"][0]["params_digest"]
+    evaluated = [(e["updates"], e["env_steps"], e["return_mean"]) for e in lockstep["eval_history"]]
+    expected = [(e["updates"], e["env_steps"], e["return_mean"]) for e in single["eval_history"]]
+    assert evaluated == expected and len(evaluated) >= 3
+
+
+def test_a_lockstep_worker_waits_for_newer_weights_still_on_their_way_and_acts_with_them(
+    ray_session, tmp_path: Path
+) -> None:
+    import ray
+
+    cfg = make_cfg(tmp_path, "env_cfg.id=CartPole-v1")
+    env = make_env(cfg.env)
+    spec = get_algorithm("DQN")
+
+    def policy():
+        return spec.policy_cls(
+            cfg.algo, env.observation_space, env.action_space, torch.device("cpu")
+        )
+
+    newer = {k: np.full_like(v, 0.5) for k, v in policy().get_weights().items()}
+
+    @ray.remote
+    def arriving(weights, delay_s: float):
+        time.sleep(delay_s)
+        return weights
+
+    free, lockstep = policy(), policy()
+    on_time = ActingWeights(RayStore(), free, 60.0)
+    on_time.take(Weights(2, [arriving.remote(newer, 1.0)]), now=False)
+    assert on_time.version == 0  # free-running: acts on with what it has meanwhile
+    waiting = ActingWeights(RayStore(), lockstep, 60.0, always_wait=True)
+    waiting.take(Weights(2, [arriving.remote(newer, 1.0)]), now=False)
+    assert waiting.version == 2
+    acting = lockstep.get_weights()
+    assert all(np.array_equal(acting[k], newer[k]) for k in newer)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_worker_killed_in_lockstep_stops_the_run_naming_it(tmp_path: Path) -> None:
+    run = TrackedRun(
+        (
+            "--yaml",
+            config_path("cartpole_dqn"),
+            "general_cfg.n_workers=2",
+            "general_cfg.lockstep=true",
+            "general_cfg.seed=1",
+            "general_cfg.progress=false",
+            "general_cfg.save_fig=false",
+            "general_cfg.reward_threshold=null",
+            "general_cfg.max_env_steps=100000000",
+            f"general_cfg.tasks_dir={tmp_path}",
+        ),
+        log_dir=tmp_path,
+    )
+    try:
+        pids = wait_for(run, "two workers", lambda: _two(role_pids(run, "ray::Worker")), 120)
+        wait_for(run, "500 env steps", lambda: env_steps(tmp_path) >= 500, 120)
+        kill(min(pids))
+        code = run.wait(120)
+        assert code not in (None, 0), run.stderr[-3000:]
+        (task,) = task_dirs(tmp_path)
+        summary = summary_of(task)
+        assert summary["stop_reason"] == "worker_error", summary["stop_reason"]
+        assert re.search(r"^worker failed: worker \d died during step", summary["error"]), summary
+        assert summary["updates"] > 0 and summary["env_steps"] >= 500
+    finally:
+        run.kill()
+
+
+def _two(pids: set[int]) -> set[int] | None:
+    return pids if len(pids) == 2 else None
