@@ -7,24 +7,16 @@ For debugging and CI: the same classes as on Ray, one process, taking turns (see
 from __future__ import annotations
 
 from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
-from joyrl_ray.backends.runtime import (
-    Evaluations,
-    LearnerSetup,
-    RoleConfigs,
-    RoleEvents,
-    Spaces,
-)
-from joyrl_ray.backends.turns import Turns
+from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, Spaces
+from joyrl_ray.backends.turns import Turns, TurnTakingRuntime
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.flows.base import DataPlane
-from joyrl_ray.roles.evaluator.client import EvaluatorClient
-from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.roles.learner.learner import Learner
 from joyrl_ray.roles.worker.worker import Worker
-from joyrl_ray.wire.handles import LocalHandle, LocalStore, ObjectStore
+from joyrl_ray.wire.handles import LocalStore, ObjectStore
 
 
-class LocalRuntime(Evaluations):
+class LocalRuntime(TurnTakingRuntime):
     """``mp_backend: single``: workers, learner and evaluator take turns in this process."""
 
     def __init__(
@@ -55,23 +47,9 @@ class LocalRuntime(Evaluations):
         ]
         for worker in self.workers:
             worker.start()
-        self.evaluator: EvaluatorClient | None = None
-        self._online_evaluator: OnlineEvaluator | None = None
-        if learner is not None and general.online_eval:
-            self._online_evaluator = OnlineEvaluator(roles.evaluator, spaces)
-            self.evaluator = EvaluatorClient(LocalHandle(self._online_evaluator, "Evaluator"))
-        self.turns = Turns(list(self.workers), self.learner, self.coordinator)
-        self.results = self.turns.results
-
-    @property
-    def finished(self) -> bool:
-        return self.turns.finished
-
-    def advance(self, timeout_s: float) -> RoleEvents:
-        """Give every role turns for ``timeout_s``; a role that raises ends the run, as on Ray."""
-        return self.turns.advance(timeout_s)
+        turns = Turns(list(self.workers), self.learner, self.coordinator)
+        self.take_turns(general, roles, spaces, turns)
 
     def shutdown(self) -> None:
         self.turns.stop()
-        if self._online_evaluator is not None:
-            self._online_evaluator.close()
+        self.close_evaluator()

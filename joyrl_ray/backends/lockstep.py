@@ -17,30 +17,23 @@ from __future__ import annotations
 from typing import Any
 
 from joyrl_ray.backends.learner_group import LearnerGroup
-from joyrl_ray.backends.placement import (
-    Requests,
-    actor_options,
-    data_server_options,
-    worker_strategy,
-)
+from joyrl_ray.backends.placement import Requests, actor_options, worker_strategy
 from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
-from joyrl_ray.backends.runtime import (
-    Evaluations,
-    LearnerSetup,
-    RoleConfigs,
-    RoleEvents,
-    Spaces,
+from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, Spaces
+from joyrl_ray.backends.turns import (
+    CALL_TIMEOUT_S,
+    TurnLearner,
+    Turns,
+    TurnTakingRuntime,
+    TurnWorker,
 )
-from joyrl_ray.backends.turns import CALL_TIMEOUT_S, TurnLearner, Turns, TurnWorker
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.flows.base import DataPlane
-from joyrl_ray.roles.evaluator.client import EvaluatorClient
-from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.roles.learner.client import LearnerClient
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.roles.worker.client import WorkerClient
 from joyrl_ray.roles.worker.worker import Worker, WorkerStats
-from joyrl_ray.wire.handles import LocalHandle, ObjectStore, RayHandle, RayStore, RoleError
+from joyrl_ray.wire.handles import ObjectStore, RayHandle, RayStore, RoleError
 
 # One turn's call (a chunk, a round of updates, a checkpoint), or a role's start, which
 # waits for its process to be started first: on a loaded machine Ray starts a few at a time.
@@ -86,7 +79,7 @@ class RemoteLearner:
         return self.client.finish().result(TURN_TIMEOUT_S)
 
 
-class LockstepRuntime(Evaluations):
+class LockstepRuntime(TurnTakingRuntime):
     """Ray actors that take turns; the driver's view of them."""
 
     def __init__(
@@ -102,12 +95,7 @@ class LockstepRuntime(Evaluations):
 
         self.ray = ray
         self.store: ObjectStore = RayStore()
-        self.planes = RayPlanes(
-            setup,
-            max_pushes_in_flight=general.max_pushes_in_flight,
-            options=data_server_options(general),
-            lockstep=True,
-        )
+        self.planes = RayPlanes.of(general, setup)
         self.data: DataPlane = self.planes.data
         self.coordinator = self.planes.coordinator
         # The learner first, started before any worker, as on the single backend: the
@@ -133,22 +121,8 @@ class LockstepRuntime(Evaluations):
         workers = [RemoteWorker(i, actor) for i, actor in enumerate(self.worker_actors)]
         for worker in workers:
             worker.start()
-        self.evaluator: EvaluatorClient | None = None
-        self._online_evaluator: OnlineEvaluator | None = None
-        if learner is not None and general.online_eval:
-            self._online_evaluator = OnlineEvaluator(roles.evaluator, spaces)
-            self.evaluator = EvaluatorClient(LocalHandle(self._online_evaluator, "Evaluator"))
-        worker_turns: list[TurnWorker] = list(workers)
-        self.turns = Turns(worker_turns, remote_learner, self.coordinator)
-        self.results = self.turns.results
-
-    @property
-    def finished(self) -> bool:
-        return self.turns.finished
-
-    def advance(self, timeout_s: float) -> RoleEvents:
-        """Give every actor turns for ``timeout_s``; one that raises or dies ends the run."""
-        return self.turns.advance(timeout_s)
+        in_turn: list[TurnWorker] = list(workers)
+        self.take_turns(general, roles, spaces, Turns(in_turn, remote_learner, self.coordinator))
 
     def shutdown(self) -> None:
         try:
@@ -160,5 +134,4 @@ class LockstepRuntime(Evaluations):
         if self.learners is not None:
             self.learners.shutdown()
         self.planes.kill()
-        if self._online_evaluator is not None:
-            self._online_evaluator.close()
+        self.close_evaluator()

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from joyrl_ray.backends.placement import data_server_options
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.data.report_forwarder import ReportSink
@@ -212,6 +214,16 @@ class RayPlanes:
                 actor=self.coordinator_actor,
                 lockstep=lockstep,
             )
+        )
+
+    @classmethod
+    def of(cls, general: GeneralConfig, setup: PlaneSetup) -> RayPlanes:
+        """The run's planes, as its ``general_cfg`` places and paces them."""
+        return cls(
+            setup,
+            max_pushes_in_flight=general.max_pushes_in_flight,
+            options=data_server_options(general),
+            lockstep=general.lockstep,
         )
 
     def sender(self, worker_id: int) -> WorkerSender:

@@ -13,7 +13,7 @@ from concurrent import futures
 from typing import Any
 
 from joyrl_ray.backends.learner_group import LearnerGroup
-from joyrl_ray.backends.placement import Requests, data_server_options
+from joyrl_ray.backends.placement import Requests
 from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
 from joyrl_ray.backends.runtime import (
     Evaluations,
@@ -59,11 +59,7 @@ class RayRuntime(Evaluations):
 
         self.ray = ray
         self.store: ObjectStore = RayStore()
-        self.planes = RayPlanes(
-            setup,
-            max_pushes_in_flight=general.max_pushes_in_flight,
-            options=data_server_options(general),
-        )
+        self.planes = RayPlanes.of(general, setup)
         self.data: DataPlane = self.planes.data
         self.coordinator = self.planes.coordinator
         self.results = RoleResults()

@@ -12,12 +12,15 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from joyrl_ray.backends.runtime import RoleEvents, RoleResults
+from joyrl_ray.backends.runtime import Evaluations, RoleConfigs, RoleEvents, RoleResults, Spaces
+from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
+from joyrl_ray.roles.evaluator.client import EvaluatorClient
+from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.roles.learner.source import LEARNED, STOPPED
 from joyrl_ray.roles.worker.worker import WorkerStats
-from joyrl_ray.wire.handles import RoleError, first_line
+from joyrl_ray.wire.handles import LocalHandle, RoleError, first_line
 
 CALL_TIMEOUT_S = 60.0
 
@@ -110,3 +113,40 @@ class Turns:
         if not self.finished:
             self.coordinator.request_stop("shutdown").result(CALL_TIMEOUT_S)
             self.finish()
+
+
+class TurnTakingRuntime(Evaluations):
+    """A backend whose roles take turns (the single backend; Ray in lockstep): the driver's
+    ``advance`` gives them turns, and the online evaluator runs in the driver between
+    turns, so even the stop at ``reward_threshold`` comes at the same turn every run."""
+
+    turns: Turns
+    results: RoleResults
+    evaluator: EvaluatorClient | None = None
+    online_evaluator: OnlineEvaluator | None = None
+
+    def take_turns(
+        self,
+        general: GeneralConfig,
+        roles: RoleConfigs,
+        spaces: Spaces,
+        turns: Turns,
+    ) -> None:
+        """Start the online evaluator (a learning run's), and give ``turns`` the driver."""
+        if turns.learner is not None and general.online_eval:
+            self.online_evaluator = OnlineEvaluator(roles.evaluator, spaces)
+            self.evaluator = EvaluatorClient(LocalHandle(self.online_evaluator, "Evaluator"))
+        self.turns = turns
+        self.results = turns.results
+
+    @property
+    def finished(self) -> bool:
+        return self.turns.finished
+
+    def advance(self, timeout_s: float) -> RoleEvents:
+        """Give every role turns for ``timeout_s``; one that raises (or dies) ends the run."""
+        return self.turns.advance(timeout_s)
+
+    def close_evaluator(self) -> None:
+        if self.online_evaluator is not None:
+            self.online_evaluator.close()
