@@ -84,15 +84,21 @@ class Turns:
                 why = str(exc).splitlines()[0] if isinstance(exc, RoleError) else first_line(exc)
                 events.failure = f"{role} failed: {why}"
                 events.failure_reason = f"{role}_error"
-                self.coordinator.request_stop(events.failure_reason, events.failure).result(
-                    CALL_TIMEOUT_S
-                )
                 self._failed = True
-                self.finish()
+                try:
+                    self.coordinator.request_stop(events.failure_reason, events.failure).result(
+                        CALL_TIMEOUT_S
+                    )
+                    self.finish()
+                except RoleError:  # the coordinator is gone too: the driver's drain says so
+                    self.finished = True
                 break
             if not self._stepping and not self._learning:
                 self.finish()
-            news = self.coordinator.wait_for_news(self._news_seen, 0.0).result(CALL_TIMEOUT_S)
+            try:
+                news = self.coordinator.wait_for_news(self._news_seen, 0.0).result(CALL_TIMEOUT_S)
+            except RoleError:  # the coordinator is gone: the driver's next drain says so
+                break
             if news != self._news_seen:  # a checkpoint or the stop: to the driver
                 self._news_seen = news
                 break
