@@ -8,8 +8,9 @@ they reach it). So everything happens in one order, whatever the processes' timi
 seeded run is reproducible off-policy too, where the free-running backend's is not (which
 weights a worker acts with, and which rows a shard holds when a learner samples, depend on
 timing there). Nothing runs side by side, so it is slower; the online evaluation runs in
-the driver between turns, as on the single backend. A role that dies stops the run, named:
-there is no loop to restart it into.
+the driver between turns, as on the single backend. A role that dies stops the run, named
+(there is no loop to restart it into), and so does a turn that takes ``stall_timeout_s``
+(the driver waits inside it); the learner, unless it failed, makes its final checkpoint.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from joyrl_ray.backends.placement import Requests, actor_options, worker_strateg
 from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
 from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, Spaces
 from joyrl_ray.backends.turns import (
-    CALL_TIMEOUT_S,
     TurnLearner,
     Turns,
     TurnTakingRuntime,
@@ -35,48 +35,52 @@ from joyrl_ray.roles.worker.client import WorkerClient
 from joyrl_ray.roles.worker.worker import Worker, WorkerStats
 from joyrl_ray.wire.handles import ObjectStore, RayHandle, RayStore, RoleError
 
-# One turn's call (a chunk, a round of updates, a checkpoint), or a role's start, which
-# waits for its process to be started first: on a loaded machine Ray starts a few at a time.
-TURN_TIMEOUT_S = 600.0
+# A role's start waits for its process to be started first: on a loaded machine Ray starts a
+# few at a time. A turn (a chunk, a round of updates) that takes general_cfg.stall_timeout_s
+# is stuck: the run stops, stalled.
+START_TIMEOUT_S = 600.0
+CLOSE_TIMEOUT_S = 5.0  # a worker stuck in its envs is killed at shutdown anyway
 
 
 class RemoteWorker:
     """A worker actor, called one turn at a time."""
 
-    def __init__(self, worker_id: int, actor: Any) -> None:
+    def __init__(self, worker_id: int, actor: Any, turn_timeout_s: float) -> None:
         self.worker_id = worker_id
         self.client = WorkerClient(RayHandle(f"worker {worker_id}", actor=actor))
+        self.turn_timeout_s = turn_timeout_s
 
     def start(self) -> None:
-        self.client.start().result(TURN_TIMEOUT_S)
+        self.client.start().result(START_TIMEOUT_S)
 
     def step(self, wait_s: float) -> bool:
-        return self.client.step(wait_s).result(TURN_TIMEOUT_S)
+        return self.client.step(wait_s).result(self.turn_timeout_s)
 
     def finish(self) -> WorkerStats:
-        return self.client.finish().result(TURN_TIMEOUT_S)
+        return self.client.finish().result(self.turn_timeout_s)
 
     def close(self) -> None:
         try:
-            self.client.close().result(CALL_TIMEOUT_S)
-        except RoleError:  # it died: its envs went with it
+            self.client.close().result(CLOSE_TIMEOUT_S)
+        except RoleError:  # it died, or is stuck: shutdown kills it
             pass
 
 
 class RemoteLearner:
     """The learner actor, called one turn at a time."""
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, turn_timeout_s: float) -> None:
         self.client = LearnerClient(RayHandle("learner 0", actor=actor))
+        self.turn_timeout_s = turn_timeout_s
 
     def start(self) -> None:
-        self.client.start(None).result(TURN_TIMEOUT_S)
+        self.client.start(None).result(START_TIMEOUT_S)
 
     def train_step(self, wait_s: float) -> str:
-        return self.client.train_step(wait_s).result(TURN_TIMEOUT_S)
+        return self.client.train_step(wait_s).result(self.turn_timeout_s)
 
     def finish(self) -> LearnerResult:
-        return self.client.finish().result(TURN_TIMEOUT_S)
+        return self.client.finish().result(self.turn_timeout_s)
 
 
 class LockstepRuntime(TurnTakingRuntime):
@@ -106,7 +110,7 @@ class LockstepRuntime(TurnTakingRuntime):
             links = self.planes.learner_links()
             self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
             self.learners.create(learner.start_state)
-            remote_learner = RemoteLearner(self.learners.actors[0])
+            remote_learner = RemoteLearner(self.learners.actors[0], general.stall_timeout_s)
             remote_learner.start()
         options = {
             **actor_options(requests.worker),
@@ -118,7 +122,8 @@ class LockstepRuntime(TurnTakingRuntime):
             worker_cls.remote(i, roles.worker, self.planes.sender(i), RayStore())
             for i in range(general.n_workers)
         ]
-        workers = [RemoteWorker(i, actor) for i, actor in enumerate(self.worker_actors)]
+        limit = general.stall_timeout_s
+        workers = [RemoteWorker(i, actor, limit) for i, actor in enumerate(self.worker_actors)]
         for worker in workers:
             worker.start()
         in_turn: list[TurnWorker] = list(workers)

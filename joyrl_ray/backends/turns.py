@@ -20,7 +20,7 @@ from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.roles.learner.source import LEARNED, STOPPED
 from joyrl_ray.roles.worker.worker import WorkerStats
-from joyrl_ray.wire.handles import LocalHandle, RoleError, first_line
+from joyrl_ray.wire.handles import CallTimeout, LocalHandle, RoleError, first_line
 
 CALL_TIMEOUT_S = 60.0
 
@@ -60,7 +60,7 @@ class Turns:
         self.finished = False
         self._stepping = list(workers)
         self._learning = learner is not None
-        self._failed = False  # a role raised: its state is not to be trusted
+        self._failed: str | None = None  # the role that raised: its state is not to be trusted
         self._news_seen = 0
 
     def advance(self, timeout_s: float) -> RoleEvents:
@@ -79,19 +79,17 @@ class Turns:
                     if status != LEARNED:
                         self._learning = status != STOPPED
                         break
+            except CallTimeout as exc:  # an actor's turn past its deadline (lockstep on Ray)
+                events.failure = f"{role} stalled: {exc} (general_cfg.stall_timeout_s)"
+                events.failure_reason = "stalled"
+                self._stop_after_failure(role, events)
+                break
             except Exception as exc:  # the run stops with the error named, nothing lost
                 # An actor's error already names its role and call (lockstep on Ray).
                 why = str(exc).splitlines()[0] if isinstance(exc, RoleError) else first_line(exc)
                 events.failure = f"{role} failed: {why}"
                 events.failure_reason = f"{role}_error"
-                self._failed = True
-                try:
-                    self.coordinator.request_stop(events.failure_reason, events.failure).result(
-                        CALL_TIMEOUT_S
-                    )
-                    self.finish()
-                except RoleError:  # the coordinator is gone too: the driver's drain says so
-                    self.finished = True
+                self._stop_after_failure(role, events)
                 break
             if not self._stepping and not self._learning:
                 self.finish()
@@ -104,13 +102,24 @@ class Turns:
                 break
         return events
 
+    def _stop_after_failure(self, role: str, events: RoleEvents) -> None:
+        self._failed = role
+        try:
+            reason = events.failure_reason or f"{role}_error"
+            self.coordinator.request_stop(reason, events.failure).result(CALL_TIMEOUT_S)
+            self.finish()
+        except RoleError:  # the coordinator is gone too: the driver's drain says so
+            self.finished = True
+
     def finish(self) -> None:
-        """Each role's last call (not after a failure: what it holds is not to be trusted)."""
+        """Each role's last call. After a failure the workers only close (what they hold is
+        not to be trusted), and the learner, unless it failed, makes its final checkpoint:
+        nothing it learned is lost."""
         for worker in self.workers:
-            if not self._failed:
+            if self._failed is None:
                 self.results.workers[worker.worker_id] = worker.finish()
             worker.close()
-        if self.learner is not None and not self._failed:
+        if self.learner is not None and self._failed != "learner":
             self.results.learners[0] = self.learner.finish()
         self.finished = True
 

@@ -26,7 +26,6 @@ the test ends.
 from __future__ import annotations
 
 import csv
-import datetime
 import os
 import re
 import shlex
@@ -54,6 +53,7 @@ from tests.support.watch import (
     interrupt,
     kill,
     log_text,
+    log_time,
     numbered_checkpoints,
     role_pids,
     the_task,
@@ -93,15 +93,6 @@ def start(tmp_path: Path, *overrides: str) -> TrackedRun:
 
 def two(pids: set[int]) -> set[int] | None:
     return pids if len(pids) == 2 else None
-
-
-def log_time(task: Path, text: str) -> float:
-    """When the first log line holding ``text`` was written (seconds since the epoch)."""
-    for line in log_text(task).splitlines():
-        if text in line:
-            stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
-            return stamp.timestamp()
-    raise AssertionError(f"no log line with {text!r}\n{log_text(task)[-3000:]}")
 
 
 # ----- workers -----

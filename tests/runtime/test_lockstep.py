@@ -35,9 +35,18 @@ from joyrl_ray.roles.worker.acting_weights import ActingWeights
 from joyrl_ray.wire.handles import RayHandle, RayStore
 from joyrl_ray.wire.messages import Weights
 from tests.support.cli_runs import config_path, summary_of, train_in_process
-from tests.support.procs import TrackedRun, task_dirs
+from tests.support.procs import TrackedRun
 from tests.support.runs import make_cfg
-from tests.support.watch import env_steps, kill, role_pids, wait_for
+from tests.support.watch import (
+    env_steps,
+    final_checkpoint_updates,
+    finish,
+    kill,
+    log_time,
+    role_pids,
+    the_task,
+    wait_for,
+)
 
 #: case -> (config, overrides, the fewest updates it makes): two workers (on two replay
 #: shards off-policy), a few evaluations.
@@ -170,10 +179,9 @@ def test_a_lockstep_worker_waits_for_newer_weights_still_on_their_way_and_acts_w
     assert all(np.array_equal(acting[k], newer[k]) for k in newer)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_a_worker_killed_in_lockstep_stops_the_run_naming_it(tmp_path: Path) -> None:
-    run = TrackedRun(
+def _start(tmp_path: Path, *overrides: str) -> TrackedRun:
+    """DQN on two workers in lockstep, ``main.py`` on a Ray of its own, until stopped."""
+    return TrackedRun(
         (
             "--yaml",
             config_path("cartpole_dqn"),
@@ -184,21 +192,65 @@ def test_a_worker_killed_in_lockstep_stops_the_run_naming_it(tmp_path: Path) -> 
             "general_cfg.save_fig=false",
             "general_cfg.reward_threshold=null",
             "general_cfg.max_env_steps=100000000",
+            "algo_cfg.learn_start=200",
             f"general_cfg.tasks_dir={tmp_path}",
+            *overrides,
         ),
         log_dir=tmp_path,
     )
+
+
+def _stopped_keeping_what_was_learned(run: TrackedRun, tmp_path: Path) -> dict:
+    """The run's summary, once it stopped on its own (exit 1) with the learner's final
+    checkpoint: a worker's failure costs nothing learned."""
+    code = finish(run, 120)
+    assert code == 1, run.stderr[-3000:]
+    task = the_task(tmp_path)
+    summary = summary_of(task)
+    assert final_checkpoint_updates(task) == summary["updates"] > 0
+    return summary
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_worker_killed_in_lockstep_stops_the_run_naming_it_and_keeps_what_was_learned(
+    tmp_path: Path,
+) -> None:
+    run = _start(tmp_path)
     try:
         pids = wait_for(run, "two workers", lambda: _two(role_pids(run, "ray::Worker")), 120)
         wait_for(run, "500 env steps", lambda: env_steps(tmp_path) >= 500, 120)
         kill(min(pids))
-        code = run.wait(120)
-        assert code not in (None, 0), run.stderr[-3000:]
-        (task,) = task_dirs(tmp_path)
-        summary = summary_of(task)
+        summary = _stopped_keeping_what_was_learned(run, tmp_path)
         assert summary["stop_reason"] == "worker_error", summary["stop_reason"]
         assert re.search(r"^worker failed: worker \d died during step", summary["error"]), summary
-        assert summary["updates"] > 0 and summary["env_steps"] >= 500
+        assert summary["env_steps"] >= 500
+    finally:
+        run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_an_env_that_hangs_in_lockstep_stops_the_run_as_stalled_on_time(tmp_path: Path) -> None:
+    # In lockstep the driver waits inside the worker's turn: the turn's deadline is the
+    # watchdog (no turn of a chunk or a round of updates comes near 10 s).
+    stall_timeout_s = 10
+    mark = tmp_path / "hung"
+    run = _start(
+        tmp_path,
+        "env_cfg.id=tests.support.faulty_envs:HangingEnv",
+        f"env_cfg.kwargs={{hang_after: 500, mark: {mark}}}",
+        f"general_cfg.stall_timeout_s={stall_timeout_s}",
+    )
+    try:
+        wait_for(run, "an env that hangs", mark.is_file, 180)
+        summary = _stopped_keeping_what_was_learned(run, tmp_path)
+        assert summary["stop_reason"] == "stalled", summary["stop_reason"]
+        expected = rf"^worker stalled: worker 0\.step gave no answer within {stall_timeout_s} s"
+        assert re.search(expected, summary["error"]), summary["error"]
+        hung_at = float(mark.read_text().split()[1])
+        took = log_time(the_task(tmp_path), "stopping: worker stalled") - hung_at
+        assert stall_timeout_s <= took <= 2 * stall_timeout_s, took
     finally:
         run.kill()
 

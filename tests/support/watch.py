@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import os
 import signal
 import time
@@ -99,3 +100,12 @@ def interrupt(run: TrackedRun, timeout: float) -> int:
 def numbered_checkpoints(task: Path) -> list[int]:
     """The updates of the numbered checkpoints written so far (``models/<updates>.pt``)."""
     return sorted(int(p.stem) for p in (task / "models").glob("*.pt") if p.stem.isdigit())
+
+
+def log_time(task: Path, text: str) -> float:
+    """When the first log line holding ``text`` was written (seconds since the epoch)."""
+    for line in log_text(task).splitlines():
+        if text in line:
+            stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            return stamp.timestamp()
+    raise AssertionError(f"no log line with {text!r}\n{log_text(task)[-3000:]}")
