@@ -77,6 +77,20 @@ def head_layers(shape: tuple[int, ...], out_dim: int | None) -> list[nn.Module]:
     return [] if out_dim is None else [nn.Linear(shape[0], out_dim)]
 
 
+class DuelingHead(nn.Module):
+    """Q = V + A - mean(A) over features of ``width`` (Wang et al. 2016): a value stream and
+    an advantage stream, the advantages centred so that V is identified."""
+
+    def __init__(self, width: int, n_actions: int) -> None:
+        super().__init__()
+        self.value = nn.Linear(width, 1)
+        self.advantage = nn.Linear(width, n_actions)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        advantage = self.advantage(features)
+        return self.value(features) + advantage - advantage.mean(dim=-1, keepdim=True)
+
+
 def stack_layers(
     layers: Sequence[Any], in_shape: Sequence[int]
 ) -> tuple[list[nn.Module], tuple[int, ...]]:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from algos.layers import layer_field, recurrent_index
-from algos.networks import ACTIVATIONS, build_body, head_layers, stack_layers
+from algos.networks import ACTIVATIONS, DuelingHead, build_body, head_layers, stack_layers
 from algos.observations import ObservationInput
 from joyrl_ray.batch import MEMORY
 
@@ -29,11 +29,17 @@ __all__ = ["MEMORY", "RecurrentNetwork", "episode_starts", "from_sequences", "to
 
 class RecurrentNetwork(nn.Module):
     """``layers`` with one recurrent layer, on an observation space's input, with a linear
-    head of ``out_dim``. :meth:`step` acts one step of a batch of envs; :meth:`unroll` runs
-    sequences ``[L, B, ...]``; both give the recurrent layer's output (``features``) too."""
+    head of ``out_dim`` (``dueling``: a :class:`~algos.networks.DuelingHead`). :meth:`step`
+    acts one step of a batch of envs; :meth:`unroll` runs sequences ``[L, B, ...]``; both
+    give the recurrent layer's output (``features``) too."""
 
     def __init__(
-        self, layers: Sequence[Any], inputs: ObservationInput | Sequence[int], out_dim: int
+        self,
+        layers: Sequence[Any],
+        inputs: ObservationInput | Sequence[int],
+        out_dim: int,
+        *,
+        dueling: bool = False,
     ) -> None:
         super().__init__()
         index = recurrent_index(layers)
@@ -49,7 +55,8 @@ class RecurrentNetwork(nn.Module):
         activation = ACTIVATIONS[str(layer_field(layer, "activation")).lower()]
         self.activation: nn.Module = activation() if activation is not None else nn.Identity()
         after, shape = stack_layers(layers[index + 1 :], (self.hidden,))
-        self.head = nn.Sequential(*after, *head_layers(shape, out_dim))
+        head = [DuelingHead(shape[0], out_dim)] if dueling else head_layers(shape, out_dim)
+        self.head = nn.Sequential(*after, *head)
 
     @property
     def slots(self) -> int:

@@ -26,7 +26,8 @@ class R2D2Config(DQNConfig):
     updates_per_step: float = 0.1  # gradient updates per env step
     n_step: int = 5  # n-step targets, computed inside each sequence by the learner
     double_q: bool = True  # the online net picks the bootstrap action, the target values it
-    dueling: bool = False  # not supported by R2D2: must stay false
+    dueling: bool = False  # value and advantage streams after the recurrent layer (as the
+    # paper's network); false: one linear head
     target_update: int = 500  # updates between target-network syncs
     sequence_len: int = 40  # steps learnt from per sequence
     burn_in: int = 20  # steps before them that only warm the stored memory (no gradient)
@@ -69,8 +70,6 @@ class R2D2Config(DQNConfig):
                 "memory; allowed: value_layers with one layer of layer_type lstm or gru "
                 "(or algo_name DQN for a feed-forward Q network)"
             )
-        if self.dueling:
-            raise ValueError("algo_cfg.dueling=True is not supported by R2D2; allowed: false")
         in_range(self, "sequence_len", 1)
         in_range(self, "burn_in", 0)
         length = self.burn_in + self.sequence_len

@@ -65,7 +65,9 @@ class R2D2Policy(EpsilonGreedyPolicy):
     ) -> None:
         super().__init__(cfg, obs_space, action_space, device)
         self.n_actions = int(action_space.n)
-        self.q_net = RecurrentNetwork(cfg.value_layers, self.inputs, self.n_actions).to(device)
+        self.q_net = RecurrentNetwork(
+            cfg.value_layers, self.inputs, self.n_actions, dueling=cfg.dueling
+        ).to(device)
         #: The memory of the rows it acts for (None: starting afresh).
         self.memory: torch.Tensor | None = None
 

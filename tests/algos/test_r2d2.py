@@ -1,8 +1,8 @@
 """R2D2 by hand: burn-in steps warm the memory without taking gradient, n-step targets
 inside a sequence stop at the episode's end and at padding, value rescaling learns
 ``h(return + gamma^k h^-1(Q'))``, a sequence's priority mixes the max and mean |TD| of
-its learnt steps, the policy carries each env's memory, and a config without a recurrent
-layer is refused."""
+its learnt steps, the policy carries each env's memory, a dueling head after the LSTM gives
+``V + A - mean(A)``, and a config without a recurrent layer is refused."""
 
 from __future__ import annotations
 
@@ -102,6 +102,28 @@ def test_a_learn_step_returns_one_priority_per_sequence_and_moves_the_weights() 
     after = list(algo.policy.q_net.parameters())
     assert any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
     assert algo.updates == 1
+
+
+def test_a_dueling_r2d2_q_is_the_value_plus_the_centred_advantage_of_the_lstm_features() -> None:
+    algo = algorithm(dueling=True)
+    q_net = algo.policy.q_net
+    head = q_net.head[-1]
+    with torch.no_grad():
+        head.value.weight.copy_(torch.tensor([[1.0] + [0.0] * 7]))
+        head.value.bias.fill_(0.5)
+        head.advantage.weight.zero_()
+        head.advantage.weight[1, 0] = 2.0
+        head.advantage.bias.copy_(torch.tensor([3.0, 7.0]))
+        obs = torch.tensor(np.random.default_rng(0).normal(size=(4, 3)), dtype=torch.float32)
+        q, features, _ = q_net.step(obs, q_net.initial_memory(4))
+    f = features[:, 0]
+    value = f + 0.5
+    advantage = torch.stack([torch.full_like(f, 3.0), 2.0 * f + 7.0], dim=-1)
+    expected = value[:, None] + advantage - advantage.mean(dim=-1, keepdim=True)
+    torch.testing.assert_close(q, expected)
+    # It learns as the plain head does: one priority per sequence, the target net a copy.
+    result = algo.learn(sampled_batch())
+    assert result.priorities is not None and result.priorities.shape == (BATCH,)
 
 
 GAMMA = 0.5

@@ -44,12 +44,12 @@ class Case:
     algo: str
     action_space: gym.Space
     obs_space: gym.Space = field(default_factory=lambda: FLAT)
-    algo_cfg: dict[str, list[LayerConfig]] = field(default_factory=dict)
+    algo_cfg: dict[str, list[LayerConfig] | bool] = field(default_factory=dict)
 
     @property
     def memory(self) -> str | None:
         """The recurrent layer configured (R2D2's default is an lstm)."""
-        types = [layers[-1].layer_type for layers in self.algo_cfg.values()]
+        types = [v[-1].layer_type for v in self.algo_cfg.values() if isinstance(v, list)]
         return types[0] if types else ("lstm" if self.algo == "R2D2" else None)
 
     @property
@@ -59,7 +59,8 @@ class Case:
             what[-1] += "x".join(map(str, self.action_space.shape))
         if self.obs_space is not FLAT:
             what.append(f"{type(self.obs_space).__name__}-{self.obs_space.dtype}-obs")
-        return "-".join([*what, *([self.memory] if self.memory else [])])
+        dueling = ["dueling"] if self.algo_cfg.get("dueling") else []
+        return "-".join([*what, *([self.memory] if self.memory else []), *dueling])
 
     def policy(self) -> Policy:
         spec = get_algorithm(self.algo)
@@ -78,6 +79,7 @@ CASES += [
     Case("PPO", ACTION_SPACES[gym.spaces.Discrete], algo_cfg={"actor_layers": LSTM}),
     Case("PPO", ACTION_SPACES[gym.spaces.Box], algo_cfg={"actor_layers": GRU}),
     Case("R2D2", ACTION_SPACES[gym.spaces.Discrete], algo_cfg={"value_layers": GRU}),
+    Case("R2D2", ACTION_SPACES[gym.spaces.Discrete], algo_cfg={"dueling": True}),
     Case("PPO", gym.spaces.Box(np.full((2, 3), 0.1, np.float32), np.full((2, 3), 0.5, np.float32))),
     Case("DQN", gym.spaces.Discrete(2), obs_space=gym.spaces.Discrete(5, start=2)),
     Case("PPO", gym.spaces.Discrete(2), obs_space=gym.spaces.MultiDiscrete([3, 2])),
