@@ -57,6 +57,7 @@ from tests.support.watch import (
     numbered_checkpoints,
     role_pids,
     the_task,
+    two,
     wait_for,
 )
 
@@ -89,10 +90,6 @@ def start(tmp_path: Path, *overrides: str) -> TrackedRun:
     return TrackedRun(
         (*CARTPOLE, f"general_cfg.tasks_dir={tmp_path}", *overrides), log_dir=tmp_path
     )
-
-
-def two(pids: set[int]) -> set[int] | None:
-    return pids if len(pids) == 2 else None
 
 
 # ----- workers -----

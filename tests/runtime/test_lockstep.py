@@ -34,7 +34,7 @@ from envs import make_env
 from joyrl_ray.roles.worker.acting_weights import ActingWeights
 from joyrl_ray.wire.handles import RayHandle, RayStore
 from joyrl_ray.wire.messages import Weights
-from tests.support.cli_runs import config_path, summary_of, train_in_process
+from tests.support.cli_runs import config_path, evaluations, summary_of, train_in_process
 from tests.support.procs import TrackedRun
 from tests.support.runs import make_cfg
 from tests.support.watch import (
@@ -45,6 +45,7 @@ from tests.support.watch import (
     log_time,
     role_pids,
     the_task,
+    two,
     wait_for,
 )
 
@@ -108,9 +109,8 @@ def test_a_seeded_run_in_lockstep_on_ray_equals_the_single_backend_run(
     assert lockstep["env_steps"] == single["env_steps"]
     digest = lockstep["learners"][0]["params_digest"]
     assert digest == single["learners"][0]["params_digest"]
-    evaluated = [(e["updates"], e["env_steps"], e["return_mean"]) for e in lockstep["eval_history"]]
-    expected = [(e["updates"], e["env_steps"], e["return_mean"]) for e in single["eval_history"]]
-    assert evaluated == expected and len(evaluated) >= 3
+    evaluated = evaluations(lockstep)
+    assert evaluated == evaluations(single) and len(evaluated) >= 3
 
 
 class Log:
@@ -218,7 +218,7 @@ def test_a_worker_killed_in_lockstep_stops_the_run_naming_it_and_keeps_what_was_
 ) -> None:
     run = _start(tmp_path)
     try:
-        pids = wait_for(run, "two workers", lambda: _two(role_pids(run, "ray::Worker")), 120)
+        pids = wait_for(run, "two workers", lambda: two(role_pids(run, "ray::Worker")), 120)
         wait_for(run, "500 env steps", lambda: env_steps(tmp_path) >= 500, 120)
         kill(min(pids))
         summary = _stopped_keeping_what_was_learned(run, tmp_path)
@@ -253,7 +253,3 @@ def test_an_env_that_hangs_in_lockstep_stops_the_run_as_stalled_on_time(tmp_path
         assert stall_timeout_s <= took <= 2 * stall_timeout_s, took
     finally:
         run.kill()
-
-
-def _two(pids: set[int]) -> set[int] | None:
-    return pids if len(pids) == 2 else None

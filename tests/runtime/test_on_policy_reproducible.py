@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.cli_runs import train_in_process
+from tests.support.cli_runs import evaluations, train_in_process
 
 COMMON = (
     "general_cfg.n_workers=2",
@@ -66,7 +66,6 @@ def test_seeded_ppo_on_ray_learns_and_is_evaluated_as_on_the_single_backend(
     )
     assert single["updates"] == ray["updates"] >= 6, (single["updates"], ray["updates"])
     assert ray["learners"][0]["params_digest"] == single["learners"][0]["params_digest"]
-    evaluated = [(e["updates"], e["env_steps"], e["return_mean"]) for e in ray["eval_history"]]
-    expected = [(e["updates"], e["env_steps"], e["return_mean"]) for e in single["eval_history"]]
-    assert evaluated == expected
+    evaluated = evaluations(ray)
+    assert evaluated == evaluations(single)
     assert len(evaluated) >= 6 and ray["evals_skipped"] == 0

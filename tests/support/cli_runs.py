@@ -149,3 +149,9 @@ def main_in_process(args: Iterable[str]) -> int:
 
     parsed = main.parse_args(list(args))
     return run_from_cli(parsed.yaml, parsed.overrides)
+
+
+def evaluations(summary: dict[str, Any]) -> list[tuple[int, int, float]]:
+    """A run's online evaluations as (updates, env steps, mean return): what two runs that
+    learn the same must agree on."""
+    return [(e["updates"], e["env_steps"], e["return_mean"]) for e in summary["eval_history"]]

@@ -67,6 +67,11 @@ def role_pids(run: TrackedRun, prefix: str) -> set[int]:
     return {pid for (pid, _), line in descendants(run.proc.pid).items() if line.startswith(prefix)}
 
 
+def two(pids: set[int]) -> set[int] | None:
+    """``pids`` once there are two of them (a ``wait_for`` probe: two workers, shards...)."""
+    return pids if len(pids) == 2 else None
+
+
 def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
