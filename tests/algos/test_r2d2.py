@@ -247,3 +247,23 @@ def test_an_episodes_first_row_learns_its_first_steps_from_a_zero_memory() -> No
     actions = torch.as_tensor(batch[ACTIONS][0, BURN_IN:])
     expected = fresh[:, 0].gather(-1, actions[:, None]).squeeze(-1)
     torch.testing.assert_close(out.q[:, 0].detach(), expected)
+
+
+def test_learnt_q_values_are_unrolled_from_the_memory_the_burn_in_warmed() -> None:
+    algo = algorithm()
+    batch = sampled_batch(seed=5)
+    out = algo.sequence_loss(batch)
+    q_net = algo.policy.q_net
+    obs = torch.as_tensor(np.swapaxes(batch[OBS], 0, 1))
+    stored = torch.as_tensor(batch[MEMORY])
+    actions = torch.as_tensor(np.swapaxes(batch[ACTIONS], 0, 1)[BURN_IN:])
+
+    def q_taken(memory: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            q_all, _, _ = q_net.unroll(obs[BURN_IN:], memory)
+        return q_all.gather(-1, actions[..., None]).squeeze(-1)[out.valid]
+
+    warmed = q_taken(q_net.advance(obs[:BURN_IN], stored))
+    torch.testing.assert_close(out.q.detach()[out.valid], warmed)
+    # The stored memory is where the burn-in starts, not where learning does.
+    assert not torch.allclose(out.q.detach()[out.valid], q_taken(stored), atol=1e-3)

@@ -57,3 +57,14 @@ def test_a_saved_replay_of_packed_observations_loads_back_the_same() -> None:
     restored.load_state_dict(state)
     for key in ("obs", "next_obs", "actions"):
         np.testing.assert_array_equal(restored.columns[key][:20], buffer.columns[key][:20])
+
+
+def test_rows_that_are_sequences_of_packed_observations_sample_back_whole() -> None:
+    steps = 6  # a sequence replay's row: steps of one episode
+    buffer = ReplayBuffer(10, seed=0)
+    added = {"obs": packed_rows(12 * steps, seed=4).reshape(12, steps), "actions": np.arange(12)}
+    buffer.add(added)
+    assert buffer.columns["obs"].fields["pos"].shape == (10, steps, 2)
+    batch = buffer.sample(8)
+    assert batch["obs"].shape == (8, steps)
+    np.testing.assert_array_equal(batch["obs"], added["obs"][2 + batch["slots"]])

@@ -177,6 +177,25 @@ EVERY_ALGORITHM: dict[str, tuple[str, tuple[str, ...]]] = {
     "PPO": ("goalgrid_ppo", ("general_cfg.max_env_steps=2048",)),
     "APPO": ("cartpole_appo", ("general_cfg.max_env_steps=2048",)),
     "IMPALA": ("cartpole_impala", ("general_cfg.max_env_steps=2048",)),
+    # Sequences of 2 + 6 steps from one worker's envs, about 20 updates, an evaluation every 10.
+    "R2D2": (
+        "cartpole_novel_r2d2",
+        (
+            "general_cfg.n_workers=1",
+            "general_cfg.n_replay_shards=1",
+            "general_cfg.max_env_steps=600",
+            "general_cfg.model_save_fre=10",
+            "env_cfg.wrappers=[]",
+            "algo_cfg.value_layers=[{layer_type: linear, layer_dim: [32], activation: relu}, "
+            "{layer_type: lstm, layer_dim: [32], activation: none}]",
+            "algo_cfg.learn_start=200",
+            "algo_cfg.batch_size=16",
+            "algo_cfg.sequence_len=6",
+            "algo_cfg.burn_in=2",
+            "algo_cfg.sequence_overlap=4",
+            "algo_cfg.n_step=3",
+        ),
+    ),
     # An update per env step: a checkpoint (and an evaluation) every 50 updates, not each.
     **{
         algo: (
@@ -198,7 +217,7 @@ EVERY_ALGORITHM: dict[str, tuple[str, tuple[str, ...]]] = {
 @pytest.mark.parametrize("algo", list(EVERY_ALGORITHM))
 @pytest.mark.parametrize("observation", ["dict", "tuple"])
 @pytest.mark.timeout(300)
-def test_every_algorithm_learns_and_evaluates_on_nested_observations(
+def test_every_algorithm_updates_and_evaluates_on_nested_observations(
     algo: str, observation: str, tmp_path: Path
 ) -> None:
     config, overrides = EVERY_ALGORITHM[algo]

@@ -21,9 +21,11 @@ lockstep is ``main.py`` on a Ray of its own, the worker's process found and kill
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -111,6 +113,22 @@ def test_a_seeded_run_in_lockstep_on_ray_equals_the_single_backend_run(
     assert digest == single["learners"][0]["params_digest"]
     evaluated = evaluations(lockstep)
     assert evaluated == evaluations(single) and len(evaluated) >= 3
+    # The same steps, taken by Ray actors: each worker and the learner in a process of its
+    # own, as each reported from where it ran (one process, all are the driver's).
+    actors = acting_and_learning_pids(lockstep)
+    assert len(set(actors.values())) == len(actors) and os.getpid() not in actors.values()
+    assert set(acting_and_learning_pids(single).values()) == {os.getpid()}
+
+
+ROLES = {"worker", "learner"}
+
+
+def acting_and_learning_pids(summary: dict[str, Any]) -> dict[str, int]:
+    """The pid each worker and learner of a run reported from (``summary.json``)."""
+    roles = summary["placement"]["roles"]
+    pids = {role: where["pid"] for role, where in roles.items() if role.split()[0] in ROLES}
+    assert {role.split()[0] for role in pids} == ROLES, sorted(roles)
+    return pids
 
 
 class Log:

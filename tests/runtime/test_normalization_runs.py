@@ -10,12 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from joyrl_ray.config import ConfigError
+from algos import get_algorithm
+from algos.base import Policy
+from envs.probe import probe_env
+from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.normalization import CHECKPOINT_KEY, obs_transform
-from joyrl_ray.run.checkpoint import load_checkpoint
+from joyrl_ray.roles.evaluator.config import EvaluatorConfig
+from joyrl_ray.roles.evaluator.evaluator import Evaluator, OnlineEvaluator
+from joyrl_ray.run.checkpoint import load_checkpoint, numbered_checkpoints
 from joyrl_ray.run.runner import RunResult, run
 from tests.support.runs import ROOT, make_cfg
+
+CPU = torch.device("cpu")
 
 PENDULUM_PPO = str(ROOT / "configs" / "pendulum_ppo.yaml")
 SHORT = [
@@ -42,10 +50,22 @@ def saved(task: Path) -> dict[str, Any]:
     return load_checkpoint(task / "models" / "last.pt")[CHECKPOINT_KEY]
 
 
+#: The module's trained run: one process, eight PPO iterations.
+TRAINED = ("general_cfg.mp_backend=single", "general_cfg.max_env_steps=2048")
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     tasks = tmp_path_factory.mktemp("norm_tasks")
-    return short_run(tasks, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=2048")
+    return short_run(tasks, *TRAINED)
+
+
+def acting_policy(cfg: RunConfig, state: dict[str, Any]) -> Policy:
+    """The checkpoint ``state``'s acting policy, as test mode loads it."""
+    spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
+    policy = get_algorithm(cfg.general.algo_name).policy_cls(cfg.algo, *spaces, CPU)
+    policy.load_acting_state(state["policy"])
+    return policy
 
 
 def test_checkpoint_holds_the_merged_statistics_of_both_workers(trained: RunResult) -> None:
@@ -61,27 +81,71 @@ def test_checkpoint_holds_the_merged_statistics_of_both_workers(trained: RunResu
     mean, std, clip = obs_transform({CHECKPOINT_KEY: state}) or (None, None, None)
     assert clip == 10.0 and mean is not None and std is not None
     assert abs(mean[0]) < 1000 and std.max() > 100  # statistics of the scaled observations
-    # Evaluations acted on normalized observations of the checkpoint they evaluated.
-    assert summary["eval_history"] and all(e["return_mean"] < 0 for e in summary["eval_history"])
+
+
+def test_online_evaluations_act_on_the_frozen_statistics_of_the_checkpoint_they_evaluate(
+    trained: RunResult,
+) -> None:
+    """An evaluator of the run's own settings, given each checkpoint in turn with its
+    statistics, plays the evaluations the run recorded; without them, other episodes."""
+    cfg = make_cfg(trained.task_dir.parent, *SHORT, *TRAINED, yaml_path=PENDULUM_PPO)
+    history = trained.summary["eval_history"]
+    models = trained.task_dir / "models"
+    assert [e["updates"] for e in history] == numbered_checkpoints(models)  # each one kept
+    spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
+    frozen, raw = (OnlineEvaluator(EvaluatorConfig.of(cfg), spaces) for _ in range(2))
+    for evaluation in history:
+        state = load_checkpoint(models / f"{evaluation['updates']}.pt")
+        weights = acting_policy(cfg, state).get_weights()
+        updates, steps = evaluation["updates"], evaluation["env_steps"]
+        normalized = frozen.evaluate(weights, updates, steps, state[CHECKPOINT_KEY])
+        unnormalized = raw.evaluate(weights, updates, steps, None)
+        assert normalized.returns["return_mean"] == evaluation["return_mean"]
+        assert unnormalized.returns["return_mean"] != evaluation["return_mean"]
+    frozen.close()
+    raw.close()
 
 
 def test_test_mode_uses_the_checkpoint_statistics_and_never_moves_them(
     trained: RunResult,
 ) -> None:
     before = saved(trained.task_dir)
-    tested = short_run(
-        trained.task_dir.parent,
+    testing = (
         "general_cfg.mode=test",
         f"general_cfg.load_path={trained.task_dir}",
         "general_cfg.load_model_step=last",
         "general_cfg.max_episode=2",
         "general_cfg.mp_backend=single",
+        "env_cfg.render_mode=rgb_array",
+        "general_cfg.max_step=40",  # short episodes: a recorded one is drawn frame by frame
     )
+    tested = short_run(trained.task_dir.parent, *testing)
     norm = tested.summary["normalization"]
     assert tested.summary["episodes"] == 2
     assert norm["version"] == before["version"]
     assert norm["obs_count"] == int(before["obs"]["count"]) and norm["workers_merged"] == 0
     assert saved(trained.task_dir) == before
+    # The recorded episode is an evaluator's on the checkpoint's frozen statistics.
+    cfg = make_cfg(trained.task_dir.parent, *SHORT, *testing, yaml_path=PENDULUM_PPO)
+    policy = acting_policy(cfg, load_checkpoint(trained.task_dir / "models" / "last.pt"))
+
+    def recorded(normalization: dict[str, Any] | None) -> float:
+        general = cfg.general
+        evaluator = Evaluator(
+            cfg.env,
+            policy,
+            seed=general.seed,
+            max_step=general.max_step,
+            stream="video",
+            normalization=normalization,
+        )
+        try:
+            return evaluator.run_episode()[0]
+        finally:
+            evaluator.close()
+
+    assert tested.summary["rendered_returns"] == [recorded(before)]
+    assert tested.summary["rendered_returns"] != [recorded(None)]
 
 
 def test_test_mode_refuses_a_config_that_does_not_normalize_as_trained(
@@ -136,7 +200,7 @@ def test_a_seeded_normalized_run_in_one_process_is_reproducible(
 ) -> None:
     """The same seed again, observations and rewards normalized: the statistics travel in
     call order, so the weights, the statistics and the evaluations come out the same."""
-    again = short_run(tmp_path, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=2048")
+    again = short_run(tmp_path, *TRAINED)
     first, second = trained.summary, again.summary
     assert first["normalization"]["version"] > 0
     assert second["normalization"] == first["normalization"]

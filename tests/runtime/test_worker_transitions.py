@@ -19,7 +19,16 @@ import pytest
 
 from algos import get_algorithm
 from joyrl_ray.backends.planes import LocalPlanes, PlaneSetup
-from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS
+from joyrl_ray.batch import (
+    ACTIONS,
+    DISCOUNTS,
+    MEMORY,
+    NEXT_OBS,
+    OBS,
+    REWARDS,
+    TERMINATED,
+    TRUNCATED,
+)
 from joyrl_ray.config import RunConfig, load_config
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.roles.worker.config import WorkerConfig
@@ -45,25 +54,13 @@ class StepCountEnv(gym.Env):
         return np.array([self.t], dtype=np.float32), float(self.t), self.t >= GOAL, False, {}
 
 
-def collect(*overrides: str) -> tuple[dict[str, np.ndarray], list[Any]]:
-    """Every transition the worker pushed (in order), and the episodes it reported."""
-    cfg = RunConfig.from_omegaconf(
-        load_config(
-            None,
-            [
-                f"env_cfg.id={__name__}:StepCountEnv",
-                "general_cfg.mp_backend=single",
-                f"general_cfg.n_envs_per_worker={N_ENVS}",
-                f"general_cfg.worker_chunk_steps={CHUNK}",
-                f"general_cfg.max_env_steps={STEPS}",
-                "algo_cfg.learn_start=100000",  # collection only
-                *overrides,
-            ],
-        )
-    )
+def started_worker(overrides: list[str], max_env_steps: int) -> tuple[Worker, LocalPlanes]:
+    """Worker 0 of the run ``overrides`` configure, started on its coordinator and data plane,
+    all in this process (as ``mp_backend: single`` has them)."""
+    cfg = RunConfig.from_omegaconf(load_config(None, ["general_cfg.mp_backend=single", *overrides]))
     setup = PlaneSetup(
-        stop_rule=StopRule(max_env_steps=STEPS),
-        needs=get_algorithm("DQN").policy_cls.data_needs(cfg.algo),
+        stop_rule=StopRule(max_env_steps=max_env_steps),
+        needs=get_algorithm(cfg.general.algo_name).policy_cls.data_needs(cfg.algo),
         n_workers=1,
         learner_lag_tolerance=-1,
     )
@@ -71,6 +68,22 @@ def collect(*overrides: str) -> tuple[dict[str, np.ndarray], list[Any]]:
     planes = LocalPlanes(setup, store)
     worker = Worker(0, WorkerConfig.of(cfg), planes.sender(0), store)
     worker.start()
+    return worker, planes
+
+
+def collect(*overrides: str) -> tuple[dict[str, np.ndarray], list[Any]]:
+    """Every transition the worker pushed (in order), and the episodes it reported."""
+    worker, planes = started_worker(
+        [
+            f"env_cfg.id={__name__}:StepCountEnv",
+            f"general_cfg.n_envs_per_worker={N_ENVS}",
+            f"general_cfg.worker_chunk_steps={CHUNK}",
+            f"general_cfg.max_env_steps={STEPS}",
+            "algo_cfg.learn_start=100000",  # collection only
+            *overrides,
+        ],
+        STEPS,
+    )
     while worker.step(0.0):
         pass
     worker.finish()
@@ -121,3 +134,34 @@ def test_a_time_limit_truncation_keeps_its_last_observation_and_bootstraps() -> 
     np.testing.assert_allclose(stored[DISCOUNTS][cut], gamma)
     np.testing.assert_allclose(stored[DISCOUNTS][~cut], gamma)
     assert {(e.ret, e.length) for e in episodes} == {(limit * (limit + 1) / 2, limit)}
+
+
+def test_a_recurrent_policy_acts_every_episodes_first_step_from_a_zero_memory() -> None:
+    """PPO with an LSTM on CartPole: the rollout's ``memory`` column holds the memory each
+    step was acted from; where an episode starts (the first step, and each step after an
+    end) it must be zeros, elsewhere it is what the episode has seen."""
+    rollout_len, n_envs = 96, 2
+    worker, planes = started_worker(
+        [
+            "general_cfg.algo_name=PPO",
+            "env_cfg.id=CartPole-v1",
+            "general_cfg.seed=1",
+            f"general_cfg.n_envs_per_worker={n_envs}",
+            f"algo_cfg.rollout_len={rollout_len}",
+            "algo_cfg.actor_layers=[{layer_type: lstm, layer_dim: [8], activation: none}]",
+            "algo_cfg.critic_layers=[{layer_type: linear, layer_dim: [8]}]",
+        ],
+        rollout_len * n_envs,
+    )
+    # A rollout is acted with the learner's weights: publish the worker's own as its first.
+    assert planes.coordinator_object.publish_weights(worker.policy.get_weights(), version=1)
+    worker.step(0.0)  # one rollout, into the rollout queue
+    worker.close()
+    (rollout,) = [queued.batch for queued in planes.objects[0].rollouts]
+    memory = rollout[MEMORY]  # [T, envs, k, H]
+    ended = rollout[TERMINATED] | rollout[TRUNCATED]
+    first = np.zeros_like(ended)
+    first[0], first[1:] = True, ended[:-1]
+    assert ended.sum() >= 2 * n_envs  # CartPole with an untrained policy: short episodes
+    assert np.all(memory[first] == 0)
+    assert np.all(np.abs(memory[~first]).sum(axis=(-2, -1)) > 0)

@@ -14,15 +14,16 @@ import numpy as np
 
 
 class FieldColumns:
-    """``capacity`` rows of a structured dtype, stored field by field; indexed like the
-    array it stands for (``column[slots] = rows``, ``column[slots]``, ``column[:size]``)."""
+    """``capacity`` rows of a structured dtype, each row ``row_shape`` of them (a sequence's
+    steps), stored field by field; indexed like the array it stands for (``column[slots] =
+    rows``, ``column[slots]``, ``column[:size]``)."""
 
-    def __init__(self, capacity: int, dtype: np.dtype) -> None:
+    def __init__(self, capacity: int, dtype: np.dtype, row_shape: tuple[int, ...] = ()) -> None:
         assert dtype.names is not None
         self.dtype = dtype
-        self.shape = (capacity,)
+        self.shape = (capacity, *row_shape)
         self.fields = {
-            name: np.zeros((capacity, *dtype[name].shape), dtype=dtype[name].base)
+            name: np.zeros((*self.shape, *dtype[name].shape), dtype=dtype[name].base)
             for name in dtype.names
         }
 
@@ -34,7 +35,8 @@ class FieldColumns:
             field[index] = rows[name]
 
     def __getitem__(self, index: Any) -> np.ndarray:
-        rows = np.empty(np.empty(self.shape, dtype=bool)[index].shape, dtype=self.dtype)
+        picked = np.empty(self.shape[:1], dtype=bool)[index].shape
+        rows = np.empty((*picked, *self.shape[1:]), dtype=self.dtype)
         for name, field in self.fields.items():
             rows[name] = field[index]
         return rows
@@ -43,5 +45,5 @@ class FieldColumns:
 def empty_column(capacity: int, like: np.ndarray) -> np.ndarray | FieldColumns:
     """A zeroed column of ``capacity`` rows shaped like the rows of ``like``."""
     if like.dtype.names is not None:
-        return FieldColumns(capacity, like.dtype)
+        return FieldColumns(capacity, like.dtype, like.shape[1:])
     return np.zeros((capacity, *like.shape[1:]), dtype=like.dtype)
