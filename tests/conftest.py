@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,22 +26,55 @@ def ray_session():
     ray.shutdown()
 
 
+#: What Ray adds to the nice value of its worker processes (every actor) over its raylet's,
+#: which is the test process's own; Ray's default is 15.
+SESSION_WORKER_NICENESS = "0"
+
+
 def _start_local_ray(ray, tries: int = 3) -> None:
     """``ray.init`` of a local Ray, tried again when its node times out during startup: each
     xdist worker starts its own while the others run, and on a loaded 2-core machine a
-    raylet may miss Ray's start-up deadline once."""
+    raylet may miss Ray's start-up deadline once.
+
+    Its actors run at the test processes' priority (``RAY_worker_niceness``, read by the
+    raylet when it starts): at Ray's nice 15 they get about 1/30 of the CPU time of each
+    busy process at nice 0, and the other xdist workers' one-process runs are such
+    processes. At the start of the parallel part a run's learner then took minutes to
+    construct, and the run stopped as stalled before its first step. Only this Ray's
+    workers: the Rays that ``main.py`` and ``ray start`` start in the tests keep Ray's
+    default, beside their own drivers."""
     for attempt in range(1, tries + 1):
         try:
-            # address="local": a bare init would join whatever cluster a stale file in Ray's
-            # temp dir names (a cluster test's `ray start`, say) instead of starting our own.
-            ray.init(
-                address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING
-            )
+            with _environ(RAY_worker_niceness=SESSION_WORKER_NICENESS):
+                # address="local": a bare init would join whatever cluster a stale file in
+                # Ray's temp dir names (a cluster test's `ray start`, say) instead of
+                # starting our own.
+                ray.init(
+                    address="local",
+                    num_cpus=2,
+                    include_dashboard=False,
+                    logging_level=logging.WARNING,
+                )
             return
         except Exception as exc:
             if "timed out during startup" not in str(exc) or attempt == tries:
                 raise
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    """``os.environ`` with ``values`` set, as it was again afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _shared_fixture_group(item: pytest.Item) -> str | None:

@@ -15,6 +15,7 @@ the driver between turns, as on the single backend. A role that dies stops the r
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from joyrl_ray.backends.learner_group import LearnerGroup
@@ -99,43 +100,56 @@ class LockstepRuntime(TurnTakingRuntime):
 
         self.ray = ray
         self.store: ObjectStore = RayStore()
-        self.planes = RayPlanes.of(general, setup)
-        self.data: DataPlane = self.planes.data
-        self.coordinator = self.planes.coordinator
-        # The learner first, started before any worker, as on the single backend: the
-        # workers' first weights are its first.
-        self.learners: LearnerGroup | None = None
-        remote_learner: TurnLearner | None = None
-        if learner is not None:
-            links = self.planes.learner_links()
-            self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
-            self.learners.create(learner.start_state)
-            remote_learner = RemoteLearner(self.learners.actors[0], general.stall_timeout_s)
-            remote_learner.start()
-        options = {
-            **actor_options(requests.worker),
-            "max_restarts": 0,
-            "scheduling_strategy": worker_strategy(general),
-        }
-        worker_cls = ray.remote(Worker).options(**options)
-        self.worker_actors = [
-            worker_cls.remote(i, roles.worker, self.planes.sender(i), RayStore())
-            for i in range(general.n_workers)
-        ]
-        limit = general.stall_timeout_s
-        workers = [RemoteWorker(i, actor, limit) for i, actor in enumerate(self.worker_actors)]
-        for worker in workers:
-            worker.start()
-        in_turn: list[TurnWorker] = list(workers)
-        self.take_turns(general, roles, spaces, Turns(in_turn, remote_learner, self.coordinator))
+        # A start that fails stops what it started (see RayRuntime): on a Ray that outlives
+        # the run, its actors and placement group would hold their CPUs for later runs.
+        with contextlib.ExitStack() as started:
+            self.planes = RayPlanes.of(general, setup)
+            started.callback(self.planes.kill)
+            self.data: DataPlane = self.planes.data
+            self.coordinator = self.planes.coordinator
+            # The learner first, started before any worker, as on the single backend: the
+            # workers' first weights are its first.
+            self.learners: LearnerGroup | None = None
+            remote_learner: TurnLearner | None = None
+            if learner is not None:
+                links = self.planes.learner_links()
+                self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
+                started.callback(self.learners.shutdown)
+                self.learners.create(learner.start_state)
+                remote_learner = RemoteLearner(self.learners.actors[0], general.stall_timeout_s)
+                remote_learner.start()
+            options = {
+                **actor_options(requests.worker),
+                "max_restarts": 0,
+                "scheduling_strategy": worker_strategy(general),
+            }
+            worker_cls = ray.remote(Worker).options(**options)
+            self.worker_actors: list[Any] = []
+            started.callback(self._kill_workers)
+            for i in range(general.n_workers):
+                self.worker_actors.append(
+                    worker_cls.remote(i, roles.worker, self.planes.sender(i), RayStore())
+                )
+            limit = general.stall_timeout_s
+            workers = [RemoteWorker(i, actor, limit) for i, actor in enumerate(self.worker_actors)]
+            for worker in workers:
+                worker.start()
+            in_turn: list[TurnWorker] = list(workers)
+            self.take_turns(
+                general, roles, spaces, Turns(in_turn, remote_learner, self.coordinator)
+            )
+            started.pop_all()  # started: shutdown() stops it all from now on
+
+    def _kill_workers(self) -> None:
+        for actor in self.worker_actors:
+            self.ray.kill(actor, no_restart=True)
 
     def shutdown(self) -> None:
         try:
             self.turns.stop()
         except RoleError:  # a role or the coordinator is gone: nothing is left to finish
             pass
-        for actor in self.worker_actors:
-            self.ray.kill(actor, no_restart=True)
+        self._kill_workers()
         if self.learners is not None:
             self.learners.shutdown()
         self.planes.kill()

@@ -9,6 +9,7 @@ ending, the evaluation running answering, or news for the driver (a checkpoint, 
 
 from __future__ import annotations
 
+import contextlib
 from concurrent import futures
 from typing import Any
 
@@ -59,23 +60,9 @@ class RayRuntime(Evaluations):
 
         self.ray = ray
         self.store: ObjectStore = RayStore()
-        self.planes = RayPlanes.of(general, setup)
-        self.data: DataPlane = self.planes.data
-        self.coordinator = self.planes.coordinator
         self.results = RoleResults()
         self.runs: dict[Any, tuple[str, int]] = {}  # call -> (role, index)
         self.learners: LearnerGroup | None = None
-        if learner is not None:
-            # Created before the workers, so that it gets one of the processes Ray prestarts:
-            # on-policy workers wait for the learner's first weights, and the learner has
-            # more to start (its optimizer imports torch's compiler: about a CPU-second).
-            links = self.planes.learner_links()
-            self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
-            self.learners.create(learner.start_state)
-        self.fleet = WorkerFleet(general, roles.worker, self.planes, requests)
-        self._submit("worker", self.fleet.run())
-        if self.learners is not None:  # workers and learners start side by side
-            self._submit("learner", self.learners.run())
         # The online evaluator lives in the driver's process, on a thread of its own: torch
         # is imported there already, the checkpoints' weights arrive there, and no extra
         # process competes with the workers and learners while they start.
@@ -86,11 +73,35 @@ class RayRuntime(Evaluations):
         self._news: Call[int] | None = None
         self._news_seen = 0
         self._news_ok = True
-        if learner is not None and general.online_eval:
-            evaluator = OnlineEvaluator(roles.evaluator, spaces)
-            self._evaluator_thread = ThreadHandle(evaluator, "Evaluator")
-            self.evaluator = EvaluatorClient(self._evaluator_thread)
         self.finished = False
+        # A start that fails (the learners' placement group not placed in time, a learner
+        # that never meets the others) stops what it started: on a Ray that outlives the run
+        # (one it attached to, or borrowed) its actors and placement groups would otherwise
+        # hold their CPUs for every later run there.
+        with contextlib.ExitStack() as started:
+            self.planes = RayPlanes.of(general, setup)
+            started.callback(self.planes.kill)
+            self.data: DataPlane = self.planes.data
+            self.coordinator = self.planes.coordinator
+            if learner is not None:
+                # Created before the workers, so that it gets one of the processes Ray
+                # prestarts: on-policy workers wait for the learner's first weights, and the
+                # learner has more to start (its optimizer imports torch's compiler: about a
+                # CPU-second).
+                links = self.planes.learner_links()
+                self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
+                started.callback(self.learners.shutdown)
+                self.learners.create(learner.start_state)
+            self.fleet = WorkerFleet(general, roles.worker, self.planes, requests)
+            started.callback(self.fleet.shutdown)
+            self._submit("worker", self.fleet.run())
+            if self.learners is not None:  # workers and learners start side by side
+                self._submit("learner", self.learners.run())
+            if learner is not None and general.online_eval:
+                evaluator = OnlineEvaluator(roles.evaluator, spaces)
+                self._evaluator_thread = ThreadHandle(evaluator, "Evaluator")
+                self.evaluator = EvaluatorClient(self._evaluator_thread)
+            started.pop_all()  # started: shutdown() stops it all from now on
 
     def _watch(self, call: Call[Any]) -> None:
         self._evaluating = call
