@@ -9,7 +9,8 @@ is on where the installed Ray has it (2.52 and later), with every shell set up a
 say (RAY_AUTH_MODE=token, the token in a file). The driver (main.py) runs from this machine
 with ``ray_address=127.0.0.1:<port>``, so it attaches to the head node; the second node
 shares nothing with it but the network. ``ray job submit`` comes after node 2 is gone. The
-tests marked ``ray_compat`` also run on the oldest supported Ray (.ci/run).
+tests marked ``ray_compat`` also run on the oldest supported Ray (.ci/run); ``ray job
+submit`` runs only there on each commit, on both Rays in the release tier.
 
 Every process of both nodes is recorded while they run (Ray's workers start in sessions of
 their own, outside the node's process group) and killed at the end; the last test checks
@@ -484,8 +485,8 @@ def test_losing_the_second_node_mid_run_restarts_its_worker_on_the_head_counted(
 JOB_STEPS = 300  # the job shows where its driver runs and writes, not learning
 
 
-@pytest.mark.release
 @pytest.mark.ray_compat
+@pytest.mark.oldest_leg_per_commit
 def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
     if cluster.node2.proc.poll() is None and cluster.node2_shares_the_heads_temp_dir():
         # Ray 2.50 ignores a worker node's --temp-dir: node 2 unpacks the job's working_dir

@@ -14,6 +14,13 @@ after the kill: the learner must be running again before that, the run having ta
 broken connection for the node's loss itself (``learner_lost_after_s``). Once the learner
 runs again, a third node (1 CPU) joins. Every env step also sleeps 4 ms, so that the
 run, on one worker, is still going when the third node is up.
+
+That run (to CartPole's threshold) and the growth run below are the release tier's. Each
+commit runs one lighter run on the same layout, learning little, stopped by the test
+(Ctrl-C) once the moves are made: the learner on node 2, node 2 killed, the learner placed
+again on the full head by shedding a worker, then a node of 2 CPUs joins and takes the
+shed worker back and one worker more (``max_workers: 3``). Its health checks are as slow,
+so that the run, not Ray, is the one to take node 2 as lost however loaded the machine is.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import pytest
 
 from tests.support.cli_runs import (
     LIGHT_LEARNING,
+    TINY_DQN,
     assert_accounting,
     config_path,
     step_latency,
@@ -41,15 +49,16 @@ from tests.support.cli_runs import (
 from tests.support.cluster_runs import in_log, read_text, wait_for
 from tests.support.clusters import RayNode, cluster_root, new_token, token_env
 from tests.support.procs import TrackedRun, free_port, task_dirs
+from tests.support.watch import interrupt
 
 # One after the other on one xdist worker: each starts a cluster of 2-3 raylets, and the
-# two side by side loaded the parallel part enough to upset timing-sensitive tests.
+# two side by side loaded the parallel part enough to upset timing-sensitive tests. The
+# group is the module's name, the one tests/conftest.py gives the tests of its module fixture.
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.slow,
-    pytest.mark.release,
     pytest.mark.timeout(900),
-    pytest.mark.xdist_group("replacement_clusters"),
+    pytest.mark.xdist_group(__name__),
 ]
 HEAD_IP, NODE2_IP, NODE3_IP = (
     "127.0.0.1",
@@ -201,6 +210,7 @@ def _dqn_run(cluster: SlotCluster, tasks: Path, extra: tuple[str, ...]) -> Track
 BUDGET = 120_000  # env steps; the config solves CartPole in ~30k
 
 
+@pytest.mark.release
 def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run_solves(
     tmp_path: Path,
 ) -> None:
@@ -208,13 +218,26 @@ def test_a_lost_learner_node_sheds_a_worker_a_new_node_takes_it_back_and_the_run
         _learner_node_lost(cluster, tmp_path)
 
 
-def _learner_node_lost(cluster: SlotCluster, tmp_path: Path) -> None:
+def _run_with_the_learner_on_node2(
+    cluster: SlotCluster, tasks: Path, extra: tuple[str, ...]
+) -> TrackedRun:
+    """A ``_dqn_run`` whose learner needs a ``learner_slot``, started while the head's is
+    held, so that it goes to node 2: once its cluster line says so (the slot still held)."""
     cluster.hold_the_heads_learner_slot()
-    run = _dqn_run(
+    run = _dqn_run(cluster, tasks, ("general_cfg.learner_resources={learner_slot: 1}", *extra))
+    try:
+        wait_for(run, cluster, tasks, _learner_on_node2, "cluster line", 300)
+    except BaseException:
+        run.kill()
+        raise
+    return run
+
+
+def _learner_node_lost(cluster: SlotCluster, tmp_path: Path) -> None:
+    run = _run_with_the_learner_on_node2(
         cluster,
         tmp_path,
         (
-            "general_cfg.learner_resources={learner_slot: 1}",
             "general_cfg.first_checkpoint_s=5",
             f"general_cfg.max_env_steps={BUDGET}",
             "general_cfg.reward_threshold=475",
@@ -222,7 +245,6 @@ def _learner_node_lost(cluster: SlotCluster, tmp_path: Path) -> None:
         ),
     )
     try:
-        wait_for(run, cluster, tmp_path, _learner_on_node2, "cluster line", 300)
         wait_for(run, cluster, tmp_path, _a_checkpoint, "checkpoint", 300)
         cluster.release_the_heads_learner_slot()
         killed_at = time.time()
@@ -288,6 +310,7 @@ def _fleet_back_to_2_after_4(task: Path) -> bool | None:
     return None
 
 
+@pytest.mark.release
 def test_max_workers_grows_onto_a_node_that_joins_and_sheds_its_workers_when_it_goes(
     tmp_path: Path,
 ) -> None:
@@ -339,3 +362,78 @@ def test_max_workers_grows_onto_a_node_that_joins_and_sheds_its_workers_when_it_
     with (task / "results" / "progress.csv").open(newline="") as f:
         workers = [int(row["workers"]) for row in csv.DictReader(f)]
     assert workers[0] == 2 and max(workers) == 4 and workers[-1] == 2, workers
+
+
+# ----- each commit's run: the same moves in one run, stopped once they are made -----
+
+
+@pytest.fixture(scope="module")
+def learner_node_lost_then_a_node_joins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The task directory of one run that goes until the test stops it (Ctrl-C): the
+    learner on node 2, node 2 killed, the learner running again (on the head), then node 3
+    (2 CPUs) joins, and the shed worker and a third one start there. The cluster is gone
+    by the time the tests read the run."""
+    tasks = tmp_path_factory.mktemp("replaced")
+    with slot_cluster(SLOW_HEALTH_CHECKS) as cluster:
+        run = _run_with_the_learner_on_node2(
+            cluster,
+            tasks,
+            (
+                "general_cfg.max_workers=3",
+                f"general_cfg.max_env_steps={GROWTH_STEPS}",
+                "general_cfg.reward_threshold=null",
+                *LIGHT_LEARNING,
+                *TINY_DQN,
+                *step_latency(0.01),
+            ),
+        )
+        try:
+            cluster.release_the_heads_learner_slot()
+            cluster.node2.kill()
+            again = in_log("learner 0 is running again")
+            wait_for(run, cluster, tasks, again, "learner running again", 120)
+            cluster.add_node3(cpus=2)
+            for line in ("worker 1 is back, on", "worker 2 joins the run, on"):
+                joined = f"{line} {NODE3_IP}"
+                wait_for(run, cluster, tasks, in_log(joined), repr(joined), 120)
+            assert interrupt(run, 120) == 130, run.stderr[-3000:]
+        finally:
+            run.kill()
+    (task,) = task_dirs(tasks)
+    return task
+
+
+def test_a_learner_whose_node_is_lost_is_placed_again_on_the_full_head_by_shedding_a_worker(
+    learner_node_lost_then_a_node_joins: Path,
+) -> None:
+    task = learner_node_lost_then_a_node_joins
+    summary = summary_of(task)
+    assert summary["stop_reason"] == "interrupted"
+    assert summary["learner_restarts"] == 1
+    (head,) = [n for n in summary["placement"]["nodes"] if n["head"]]
+    assert summary["placement"]["roles"]["learner 0"]["node_id"] == head["node_id"]
+    # The head's CPUs were its two workers': the higher-numbered one made room, counted.
+    (shed,) = summary["workers_shed"]
+    assert shed["worker"] == 1 and shed["node"] == head["ip"], shed
+    assert summary["transitions_dropped"].get("lost_with_worker", 0) >= shed["env_steps_lost"]
+    assert_accounting(summary)
+    log = (task / "logs" / "log.txt").read_text()
+    assert "learner 0 cut off and not reported dead within 3 s: taken as lost" in log
+    assert "worker 1 shed to make room for the learner group" in log
+    assert f"learner 0 is running again on {head['ip']}" in log
+
+
+def test_a_node_that_joins_takes_the_shed_worker_back_and_a_worker_more_up_to_max_workers(
+    learner_node_lost_then_a_node_joins: Path,
+) -> None:
+    task = learner_node_lost_then_a_node_joins
+    summary = summary_of(task)
+    (returned,) = summary["workers_returned"]
+    assert returned["worker"] == 1 and returned["node"] == NODE3_IP, returned
+    (added,) = summary["workers_added"]
+    assert added["worker"] == 2 and added["node"] == NODE3_IP, added
+    (shed,) = summary["workers_shed"]
+    assert shed["at_s"] < returned["at_s"]
+    assert summary["workers_dropped"] == [] and summary["worker_restarts"] == 0
+    log = (task / "logs" / "log.txt").read_text()
+    assert "worker 2 starts: the cluster has room for it (general_cfg.max_workers=3)" in log

@@ -6,7 +6,8 @@ meets the test session's Ray. Where the installed Ray has token authentication (
 later) it is on, and the driver's shell is set up as Ray's docs say (RAY_AUTH_MODE=token,
 the token in RAY_AUTH_TOKEN_PATH). Runs that attach leave the cluster up; the last test
 stops it and checks that nothing of it is left. The tests marked ``ray_compat`` also run on
-the oldest supported Ray (.ci/run).
+the oldest supported Ray (.ci/run); the Ray Client attach runs only there on each commit,
+on both Rays in the release tier.
 """
 
 from __future__ import annotations
@@ -235,7 +236,8 @@ def test_ray_address_local_starts_its_own_ray_despite_ray_address(cluster, tmp_p
     assert "1 node, 1 CPUs, 0 GPUs;" in line and "joined" not in line, line
 
 
-@pytest.mark.release
+@pytest.mark.ray_compat
+@pytest.mark.oldest_leg_per_commit
 def test_attach_by_ray_client_runs(cluster, tmp_path):
     proc = _main(cluster, f"ray://127.0.0.1:{cluster.client_port}", tmp_path)
     _assert_finished(proc, tmp_path)
