@@ -20,7 +20,9 @@ seconds on a busy machine, cost few env steps of CPU meanwhile. A killed coordin
 printed resume command is run in the test's process, on the session's Ray (the command
 line's own entry, ``main_in_process``), to a short budget past the killed run's steps.
 Each run is its own test, with its own time limit; every process it started is killed when
-the test ends.
+the test ends. One run is lighter: the early checkpoint's, driven from the test's process
+on the session's Ray (the runner as main.py calls it), its learner found among the
+processes below the test's (the session's raylet is) and killed from a thread.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ import os
 import re
 import shlex
 import signal
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +47,7 @@ from tests.support.cli_runs import (
     main_in_process,
     step_latency,
     summary_of,
+    train_in_process,
 )
 from tests.support.procs import TrackedRun, task_dirs, wait_gone
 from tests.support.watch import (
@@ -55,6 +60,7 @@ from tests.support.watch import (
     log_text,
     log_time,
     numbered_checkpoints,
+    pids_below,
     role_pids,
     the_task,
     two,
@@ -222,6 +228,67 @@ def test_a_learner_killed_before_its_first_regular_checkpoint_restarts_from_the_
         assert_accounting(summary)
     finally:
         run.kill()
+
+
+def kill_the_learner_at_its_first_checkpoint(tasks: Path, timeout: float) -> dict[str, Any]:
+    """SIGKILL the one learner of the run under ``tasks``, on the session's Ray (a process
+    below this one), as soon as the run has a numbered checkpoint; what it saw then: the
+    checkpoints (``at_kill``) and the learner's pid (``pid``), or ``error``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        dirs = task_dirs(tasks)
+        written = numbered_checkpoints(dirs[0]) if dirs else []
+        if written:
+            learners = pids_below(os.getpid(), "ray::Learner")
+            if len(learners) != 1:
+                return {"error": f"learner processes {learners}"}
+            (pid,) = learners
+            kill(pid)
+            return {"at_kill": written, "pid": pid}
+        time.sleep(0.05)
+    return {"error": f"no checkpoint within {timeout:g} s"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_learner_killed_at_its_early_checkpoint_restarts_from_it_on_the_session_ray(
+    ray_session, tmp_path: Path
+) -> None:
+    # The lighter sibling of the test above: one worker and a small network on the session's
+    # Ray, driven from this process, the learner killed from a thread as soon as its early
+    # checkpoint (first_checkpoint_s after the first update) is on disk. Every env step
+    # sleeps 1 ms: the 4,000 steps last seconds past the restart, and cost little CPU.
+    seen: dict[str, Any] = {}
+    killer = threading.Thread(
+        target=lambda: seen.update(kill_the_learner_at_its_first_checkpoint(tmp_path, 60)),
+        daemon=True,
+    )
+    killer.start()
+    summary = train_in_process(
+        tmp_path,
+        "cartpole_dqn",
+        (
+            *TINY_DQN,
+            *PACED,
+            "general_cfg.max_env_steps=4000",
+            "general_cfg.model_save_fre=1000000",
+            "general_cfg.first_checkpoint_s=1",
+        ),
+        None,
+    )
+    killer.join(10)
+    assert "error" not in seen, seen
+    (at_kill,) = seen["at_kill"]  # the early checkpoint, the only one before the kill
+    assert 0 < at_kill < 1_000_000
+    task = the_task(tmp_path)
+    restarted = "restarting the learner group from its last checkpoint (restart 1 of 3)"
+    assert restarted in log_text(task), log_text(task)[-3000:]
+    assert summary["learner_restarts"] == 1
+    assert summary["placement"]["roles"]["learner 0"]["pid"] != seen["pid"]
+    # It went on from the early checkpoint's updates, and learnt past them.
+    assert final_checkpoint_updates(task) == summary["updates"] > at_kill
+    assert summary["stop_reason"] == "max_env_steps"
+    assert_accounting(summary)
 
 
 @pytest.mark.release

@@ -64,7 +64,13 @@ def log_text(task: Path) -> str:
 def role_pids(run: TrackedRun, prefix: str) -> set[int]:
     """Pids of the run's processes whose command line starts with ``prefix``
     (``ray::Worker``, ``ray::Learner``, ``ray::DataServer``), as a user finds them."""
-    return {pid for (pid, _), line in descendants(run.proc.pid).items() if line.startswith(prefix)}
+    return pids_below(run.proc.pid, prefix)
+
+
+def pids_below(root: int, prefix: str) -> set[int]:
+    """Pids of the processes below ``root`` whose command line starts with ``prefix`` (the
+    test's own pid: the roles of a run on the session's Ray, whose raylet it started)."""
+    return {pid for (pid, _), line in descendants(root).items() if line.startswith(prefix)}
 
 
 def two(pids: set[int]) -> set[int] | None:
