@@ -129,9 +129,12 @@ def scheduler(spec: SweepSpec, budget: int) -> Any:
 
 
 def sweep_dir_for(cfg: RunConfig) -> Path:
+    """A new sweep directory under ``tasks_dir``, as an absolute path: Ray Tune takes a
+    relative storage path for a URI without a scheme, and its trials run in directories
+    of their own, where the relative path would name another place."""
     env = cfg.env.id.replace("/", "-").replace(":", "-")
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    root = Path(cfg.general.tasks_dir) / f"Sweep_{env}_{cfg.general.algo_name}_{stamp}"
+    root = Path(cfg.general.tasks_dir).resolve() / f"Sweep_{env}_{cfg.general.algo_name}_{stamp}"
     root.mkdir(parents=True, exist_ok=False)
     return root
 
@@ -181,7 +184,11 @@ def run_sweep(
     bundles = trial_bundles(cfg)
     session.wait()
     check_trial_fits(bundles, alive_nodes())
-    root = resume or sweep_dir_for(cfg)
+    root = resume.resolve() if resume is not None else sweep_dir_for(cfg)
+    if resume is not None and not tune.Tuner.can_restore(str(root / TUNE_DIR)):
+        raise ConfigError(f"--resume {root}: Ray Tune saved no state there to go on from")
+    # Before Tune starts: whatever fails from here on, the directory it left is named.
+    print(f"sweep: {root}", flush=True)
     every = spec.pbt.perturbation_env_steps if spec.pbt is not None else None
     template = TrialTemplate(
         request.run_yaml, base, str(root / "trials"), checkpoint_env_steps=every
@@ -192,8 +199,6 @@ def run_sweep(
     )
     budget = cfg.general.max_env_steps
     if resume is not None:
-        if not tune.Tuner.can_restore(str(root / TUNE_DIR)):
-            raise ConfigError(f"--resume {root}: Ray Tune saved no state there to go on from")
         tuner = tune.Tuner.restore(
             str(root / TUNE_DIR), trainable, resume_unfinished=True, resume_errored=False
         )
@@ -219,7 +224,6 @@ def run_sweep(
                 callbacks=[trial_lines(root / ENDED_FILE)],
             ),
         )
-    print(f"sweep: {root}", flush=True)
     # verbose=0 is quiet only with Tune's older console output: no start box, no result
     # tables; the sweep prints its own line per trial (trial_lines).
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"

@@ -3,7 +3,8 @@
 Honest on purpose: a real Ray 2.49.2 (the last release before the range) is installed in a
 venv of its own, which sees this interpreter's other packages (torch, gymnasium, ...), and
 ``python main.py`` runs there as a user's would; nothing is faked or narrowed. Building the
-venv downloads one Ray wheel the first time; it is kept under the temp dir for later runs.
+venv downloads one Ray wheel the first time; it is kept under the temp dir for later runs,
+one per interpreter that runs the tests (the system's or a virtualenv's).
 
 Attaching across the range's oldest end (a head and a driver both on Ray 2.50) is the
 ``ray_compat`` cluster tests run inside the oldest Ray's venv by .ci/run.
@@ -11,6 +12,7 @@ Attaching across the range's oldest end (a head and a driver both on Ray 2.50) i
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -25,7 +27,17 @@ from joyrl_ray.backends.ray_version import SUPPORTED_RAY, is_supported
 from tests.support.procs import ROOT, descendants, main_env, task_dirs
 
 OUTSIDE = "2.49.2"
-VENV = Path(tempfile.gettempdir()) / f"joyrl-ray-{OUTSIDE}-venv"
+#: Keyed by this interpreter: its packages are the ones the venv sees.
+VENV = (
+    Path(tempfile.gettempdir())
+    / f"joyrl-ray-{OUTSIDE}-venv-{hashlib.sha256(sys.prefix.encode()).hexdigest()[:8]}"
+)
+#: In the venv's own site-packages: the package directories this interpreter imports from
+#: (a virtualenv's, its base's when it sees them, the user's), in its order, each added after
+#: the venv's own site-packages, so that the venv's Ray 2.49.2 comes first and the rest is
+#: this interpreter's. ``addsitedir``, not a bare path: their own .pth files are read too.
+SEE_OURS = "joyrl-see-running-interpreter.pth"
+PACKAGE_DIRS = ("site-packages", "dist-packages")
 
 
 def _ray_version(python: Path) -> str | None:
@@ -42,18 +54,22 @@ def _ray_version(python: Path) -> str | None:
 
 @pytest.fixture(scope="module")
 def outside_python() -> Path:
-    """A Python whose installed Ray is 2.49.2 (built once, then reused)."""
+    """A Python whose installed Ray is 2.49.2 and whose other packages are this
+    interpreter's (built once, then reused)."""
     python = VENV / "bin" / "python"
     if _ray_version(python) != OUTSIDE:
         building = Path(tempfile.mkdtemp(prefix=f"{VENV.name}-", dir=VENV.parent))
-        base = Path(sys.base_prefix) / "bin" / "python3"  # the interpreter with torch etc.
+        # This interpreter's own venv module: the same Python, wherever it was installed.
         subprocess.run(
-            [str(base), "-m", "venv", "--clear", "--system-site-packages", str(building)],
-            check=True,
-            timeout=120,
+            [sys.executable, "-m", "venv", "--clear", str(building)], check=True, timeout=120
         )
         pip = [str(building / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        # Before the .pth: pip sees only the venv's own packages.
         subprocess.run([*pip, "--no-deps", f"ray=={OUTSIDE}"], check=True, timeout=600)
+        ours = [p for p in sys.path if Path(p).name in PACKAGE_DIRS and Path(p).is_dir()]
+        lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in ours)
+        python_dir = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        (building / "lib" / python_dir / "site-packages" / SEE_OURS).write_text(lines)
         shutil.rmtree(VENV, ignore_errors=True)
         os.replace(building, VENV)  # venvs are relocatable enough for `python main.py`
         python = VENV / "bin" / "python"

@@ -11,6 +11,8 @@ else than one learner on the whole batch, and nothing else would notice.
   bit-identical. PPO is exact with one minibatch per epoch: with several, each learner
   draws its minibatches from its own rows, the same amount of data per step but not the
   same rows as one learner's minibatches.
+- The port the group meets at is rank 0's from the moment rank 0 names it: another process
+  that binds it before the ranks join is refused, and the group forms there.
 - A real 2-learner run keeps the ranks identical over more than 100 gradient steps
   (summary.json ``learners[*].params_digest``), for DQN, SAC and PPO.
 - Checkpoints do not depend on the number of learners: a 2-learner run resumes with one
@@ -22,8 +24,10 @@ else than one learner on the whole batch, and nothing else would notice.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -36,7 +40,7 @@ from algos import get_algorithm
 from algos.parallel import DataParallel
 from envs.probe import probe_env
 from joyrl_ray.config import RunConfig
-from joyrl_ray.roles.learner.distributed import ProcessGroup
+from joyrl_ray.roles.learner.distributed import ProcessGroup, Rendezvous
 from joyrl_ray.run.runner import run
 from tests.support.runs import make_cfg
 
@@ -77,15 +81,24 @@ class RankLearner:
 
     def __init__(self) -> None:
         torch.set_num_threads(1)
+        self.meeting: Rendezvous | None = None
 
     def address(self) -> tuple[str, int]:
-        return ProcessGroup.address_here()
+        """Rank 0, as a learner's ``rendezvous``: the address the group meets at."""
+        self.meeting = Rendezvous()
+        return self.meeting.address
 
     def learn(
         self, cfg: RunConfig, address: tuple[str, int], rank: int, world: int, batches: list[dict]
     ) -> tuple[list[np.ndarray], float]:
         policy = build_policy(cfg)
-        group = ProcessGroup.join(*address, rank=rank, world_size=world, device=torch.device("cpu"))
+        group = ProcessGroup.join(
+            address,
+            rank=rank,
+            world_size=world,
+            device=torch.device("cpu"),
+            rendezvous=self.meeting if rank == 0 else None,
+        )
         try:
             policy.join(DataParallel(rank, world))
             for batch in batches:
@@ -255,6 +268,38 @@ def test_two_learners_on_halves_end_where_one_learner_on_the_whole_batch_ends(
         np.testing.assert_allclose(
             got, want, rtol=1e-5, atol=1e-6, err_msg=f"{algo}: tensor {i} != one learner's"
         )
+
+
+def test_another_process_cannot_take_the_port_the_learners_meet_at_before_they_meet(
+    ray_session, rank_pair, tmp_path
+) -> None:
+    """Rank 0 names the address; until the other ranks join there, the port is rank 0's:
+    a process that binds it in between (this test's, as any program on the node could) is
+    refused, and the group forms at that address."""
+    ray = ray_session
+    cfg = make_cfg(tmp_path, *EXACT_CASES["DQN"][0])
+    (batch,) = replay_batches(build_policy(cfg).policy, np.random.default_rng(SEED))[:1]
+    ranks = rank_pair.ranks
+    try:
+        address = ray.get(ranks[0].address.remote(), timeout=RUN_TIMEOUT_S)
+        with socket.socket() as other:
+            try:
+                other.bind(("", address[1]))
+                other.listen()  # and holds it while the ranks join
+                taken = True
+            except OSError as exc:
+                assert exc.errno == errno.EADDRINUSE, exc
+                taken = False
+            calls = [
+                rank.learn.remote(cfg, address, r, 2, [halves(batch, axis=0)[r]])
+                for r, rank in enumerate(ranks)
+            ]
+            (_, sync0), (_, sync1) = ray.get(calls, timeout=RUN_TIMEOUT_S)
+    except BaseException:
+        rank_pair.renew()
+        raise
+    assert not taken, f"another process bound port {address[1]} the learners were to meet at"
+    assert sync0 > 0 and sync1 > 0  # the group formed there and averaged the gradients
 
 
 # ----- real runs (the runner, as main.py calls it, on the session's Ray) -----

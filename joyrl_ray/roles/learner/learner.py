@@ -35,7 +35,7 @@ from joyrl_ray.batch import Batch
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.normalization import CHECKPOINT_KEY
 from joyrl_ray.roles.learner.config import LearnerConfig
-from joyrl_ray.roles.learner.distributed import ProcessGroup
+from joyrl_ray.roles.learner.distributed import ProcessGroup, Rendezvous
 from joyrl_ray.roles.learner.source import IDLE, LEARNED, STOPPED, LearnerLinks
 from joyrl_ray.seeding import derive_seed
 from joyrl_ray.wire.handles import RoleDied, RoleError
@@ -135,6 +135,7 @@ class Learner:
         self.last_report = time.monotonic()
         self.times = LearnerTimes()
         self.reported_times = LearnerTimes()
+        self.meeting: Rendezvous | None = None  # rank 0's, from rendezvous() on
         self.group: ProcessGroup | None = None
         freeze_startup_heap()
 
@@ -178,15 +179,20 @@ class Learner:
 
     # ----- the group -----
     def rendezvous(self) -> tuple[str, int]:
-        """Rank 0: the address the group meets at (this node, a free port)."""
-        return ProcessGroup.address_here()
+        """Rank 0: the address the group meets at (this node, a port held for the group)."""
+        self.meeting = Rendezvous()
+        return self.meeting.address
 
     def start(self, group_address: tuple[str, int] | None) -> None:
         """Join the group (rank 0's state wins), fence versions with the coordinator, publish."""
         if self.world_size > 1:
             assert group_address is not None
             self.group = ProcessGroup.join(
-                *group_address, rank=self.rank, world_size=self.world_size, device=self.device
+                group_address,
+                rank=self.rank,
+                world_size=self.world_size,
+                device=self.device,
+                rendezvous=self.meeting,
             )
             self.algorithm.join(DataParallel(self.rank, self.world_size))
         where = Placement(f"learner {self.rank}", *node_here(), os.getpid())
