@@ -596,6 +596,18 @@ SUBPROCESS_CASES = [
         r"allowed: choice, grid, uniform, loguniform, randint",
     ),
     Case(
+        "sweep_asha_first_rung_past_the_budget",
+        lambda files: [
+            *sweep_file(
+                "space: {algo_cfg.lr: {choice: [0.001]}}\nscheduler: asha\n"
+                "asha: {grace_env_steps: 10000}\n"
+            )(files),
+            "general_cfg.max_env_steps=4000",
+        ],
+        r"sweep asha\.grace_env_steps=10000 is past general_cfg\.max_env_steps=4000",
+        r"allowed: 1 to 4000",
+    ),
+    Case(
         "sweep_unknown_scheduler",
         sweep_file("space: {algo_cfg.lr: {choice: [0.001]}}\nscheduler: hyperband\n"),
         r"sweep scheduler='hyperband'",

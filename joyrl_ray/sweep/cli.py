@@ -21,6 +21,19 @@ def has_sweep_section(yaml_path: str | None) -> bool:
         return False
 
 
+def _check_rungs(grace_env_steps: int | None, max_env_steps: int) -> None:
+    """ASHA's first rung must come within a trial's budget: past it, every trial would end
+    before ASHA could stop one (and Tune refuses a rung past twice the budget)."""
+    from joyrl_ray.config import ConfigError
+
+    if grace_env_steps is not None and 0 < max_env_steps < grace_env_steps:
+        raise ConfigError(
+            f"sweep asha.grace_env_steps={grace_env_steps} is past general_cfg.max_env_steps="
+            f"{max_env_steps}: every trial would end before ASHA's first rung (allowed: 1 to "
+            f"{max_env_steps})"
+        )
+
+
 def sweep_from_cli(
     yaml_path: str | None,
     sweep_path: str | None,
@@ -62,6 +75,7 @@ def sweep_from_cli(
                 )
             data = read_sweep_file(sweep_path) if sweep_path is not None else section
             spec = parse_sweep(data, yaml_data, overrides, default_seed=cfg.general.seed)
+            _check_rungs(spec.grace_env_steps, cfg.general.max_env_steps)
             from joyrl_ray.sweep.sweep import check_tune_installed, print_sweep_result, run_sweep
 
             check_tune_installed(spec)
