@@ -164,7 +164,6 @@ def trial_runs(sweep_dir: Path, row: dict[str, str]) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.ray_compat  # Tune's report with a checkpoint and its restore, on the oldest Ray too
 @pytest.mark.timeout(300)
 def test_a_pbt_trial_ranked_last_goes_on_from_the_others_checkpoint_its_env_steps_and_evals(
     capped_pbt_sweep,
