@@ -40,6 +40,7 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("box2d", "Box2D, pygame-ce", ("Box2D",), ("box2d",), "box2d"),
     Extra("mujoco", "mujoco", ("mujoco",), ("mujoco",), "mujoco"),
     Extra("minari", "minari, h5py", ("minari", "h5py"), ("minari", "h5py")),
+    Extra("multiagent", "pettingzoo, mpe2", ("pettingzoo", "mpe2"), ("pettingzoo", "mpe2")),
 )
 # Gymnasium namespaces whose ids register only once a package is imported.
 NAMESPACE_MODULES = {"ALE": "ale_py"}

@@ -16,6 +16,7 @@ import gymnasium as gym
 
 from envs.errors import EnvSpecError, one_line
 from envs.extras import ENTRY_POINT_FAMILIES, extra_by_family, find_extra, missing_line
+from envs.multi_agent import AgentSpaces, is_multi_agent
 from envs.observations import unsupported_observation_space
 from envs.registry import make_base_env, resolve_env_id
 from envs.wrappers import WRAPPERS
@@ -60,8 +61,23 @@ def probe_env(env_cfg: Any, *, max_episode_steps: int = -1) -> tuple[gym.Space, 
     """(observation space, action space) of one env built with its wrappers, then closed.
 
     Raises EnvSpecError with one line for anything the user fixes by installing a package
-    or changing env_cfg; any other error (a bug in an env) keeps its traceback.
+    or changing env_cfg (a multi-agent env: see :func:`probe_spaces`); any other error (a
+    bug in an env) keeps its traceback.
     """
+    spaces = probe_spaces(env_cfg, max_episode_steps=max_episode_steps)
+    if isinstance(spaces, AgentSpaces):
+        raise EnvSpecError(
+            f"env_cfg.id={env_cfg.id!r} is a multi-agent env (agents: {', '.join(spaces.agents)})"
+            "; a single-agent run cannot step it"
+        )
+    return spaces
+
+
+def probe_spaces(
+    env_cfg: Any, *, max_episode_steps: int = -1
+) -> tuple[gym.Space, gym.Space] | AgentSpaces:
+    """The spaces of one env built as configured, then closed: a single-agent env's
+    (observation space, action space), a multi-agent env's agents and their spaces."""
     family = _family(env_cfg.id)
     subject = f"env_cfg.id={env_cfg.id!r}"
     try:
@@ -73,6 +89,11 @@ def probe_env(env_cfg: Any, *, max_episode_steps: int = -1) -> tuple[gym.Space, 
         if line is None:
             raise
         raise EnvSpecError(line) from exc
+    if is_multi_agent(env):
+        try:
+            return _agent_spaces(env, env_cfg, subject)
+        finally:
+            env.close()
     try:
         for name in env_cfg.wrappers or []:
             try:
@@ -90,3 +111,18 @@ def probe_env(env_cfg: Any, *, max_episode_steps: int = -1) -> tuple[gym.Space, 
         return env.observation_space, env.action_space
     finally:
         env.close()
+
+
+def _agent_spaces(env: Any, env_cfg: Any, subject: str) -> AgentSpaces:
+    """A multi-agent env's agents and spaces, each observation space one the runtime takes."""
+    if env_cfg.wrappers:
+        raise EnvSpecError(
+            f"env_cfg.wrappers: {', '.join(env_cfg.wrappers)} wrap single-agent envs, and "
+            f"{env_cfg.id!r} is a multi-agent one; allowed: none"
+        )
+    spaces = AgentSpaces.of(env)
+    for agent, space in spaces.observation.items():
+        unsupported = unsupported_observation_space(space)
+        if unsupported is not None:
+            raise EnvSpecError(f"{subject}: agent {agent}: {unsupported}")
+    return spaces

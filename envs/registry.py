@@ -27,6 +27,7 @@ import gymnasium as gym
 from envs.errors import EnvSpecError
 from envs.extras import NAMESPACE_MODULES, find_extra, missing_line
 from envs.latency import StepLatency, step_latency_of
+from envs.multi_agent import is_multi_agent
 from envs.wrappers import FIRST_WRAPPERS, WRAPPERS
 
 ENV_FAMILIES = ("gym",)
@@ -155,7 +156,7 @@ def make_base_env(
         steps = {"max_episode_steps": max_episode_steps} if max_episode_steps > 0 else {}
         return gym.make(source, **steps, **kwargs)
     env = source(**kwargs)
-    if max_episode_steps > 0:
+    if max_episode_steps > 0 and not is_multi_agent(env):  # a multi-agent env counts its own
         env = gym.wrappers.TimeLimit(env, max_episode_steps=max_episode_steps)
     return env
 

@@ -129,6 +129,132 @@ def _load_path_file(files: Path) -> list[str]:
     return ["general_cfg.load_checkpoint=true", f"general_cfg.load_path={path}"]
 
 
+TICTACTOE = "pettingzoo.classic.tictactoe_v3:env"
+SHARED = "multi_agent.policies={shared: {algo_name: PPO}}"
+SHARED_BY_ALL = "multi_agent.policy_mapping={'*': shared}"
+
+
+def agents(*args: str) -> Callable[[Path], list[str]]:
+    """A tic-tac-toe run (tic-tac-toe unless the arguments say another env) with ``args``."""
+    return fixed(f"env_cfg.id={TICTACTOE}", *args)
+
+
+MULTI_AGENT_CASES = [
+    Case(
+        "multi_agent_env_without_a_section",
+        fixed(f"env_cfg.id={TICTACTOE}"),
+        r"env_cfg\.id='pettingzoo\.classic\.tictactoe_v3:env' is a multi-agent env",
+        r"add a multi_agent section",
+    ),
+    Case(
+        "multi_agent_section_on_a_single_agent_env",
+        fixed(SHARED, SHARED_BY_ALL),
+        r"multi_agent: env_cfg\.id='CartPole-v1' is a single-agent env",
+        r"remove the multi_agent section",
+    ),
+    Case(
+        "multi_agent_mapping_to_an_unknown_policy",
+        agents(SHARED, "multi_agent.policy_mapping={'*': sharde}"),
+        r"\* -> sharde: no policy 'sharde'",
+        r"policies: shared",
+    ),
+    Case(
+        "multi_agent_agent_without_a_policy",
+        agents(SHARED, "multi_agent.policy_mapping={player_1: shared}"),
+        r"agent player_2 has no policy",
+        r"map it .* to one of: shared",
+    ),
+    Case(
+        "multi_agent_pattern_that_matches_no_agent",
+        agents(SHARED, "multi_agent.policy_mapping={'agent_*': shared}"),
+        r"'agent_\*' matches no agent",
+        r"agents: player_1, player_2",
+    ),
+    Case(
+        "multi_agent_algorithm_that_cannot_act_for_the_agent",
+        agents("multi_agent.policies={shared: {algo_name: SAC}}", SHARED_BY_ALL),
+        r"multi_agent\.policies\.shared\.algo_name=SAC",
+        r"it supports: Box",
+    ),
+    Case(
+        "multi_agent_mask_on_a_continuous_action_space",
+        fixed(
+            "env_cfg.id=tests.support.agent_envs:MaskedBoxWorld",
+            "multi_agent.policies={shared: {algo_name: PPO}}",
+            SHARED_BY_ALL,
+        ),
+        r"multi_agent\.policies\.shared\.algo_name=PPO",
+        r"Discrete",
+    ),
+    Case(
+        "multi_agent_agents_of_one_policy_with_different_spaces",
+        fixed("env_cfg.id=tests.support.agent_envs:TwoSpacesWorld", SHARED, SHARED_BY_ALL),
+        r"policy shared acts for small and large, whose observation spaces differ",
+        r"give them a policy each",
+    ),
+    Case(
+        "multi_agent_unknown_policy_key",
+        agents("multi_agent.policies={shared: {algo_nme: PPO}}", SHARED_BY_ALL),
+        r"multi_agent\.policies\.shared\.algo_nme",
+        r"did you mean multi_agent\.policies\.shared\.algo_name\?",
+    ),
+    Case(
+        "multi_agent_fixed_checkpoint_without_a_load_path",
+        agents(
+            "multi_agent.policies={shared: {}, old: {fixed: checkpoint}}",
+            "multi_agent.policy_mapping={player_1: shared, player_2: old}",
+        ),
+        r"multi_agent\.policies\.old\.fixed=checkpoint needs load_path",
+        r"a task directory or a \.pt file",
+    ),
+    Case(
+        "multi_agent_unknown_fixed_behaviour",
+        agents(
+            "multi_agent.policies={shared: {}, other: {fixed: randm}}",
+            "multi_agent.policy_mapping={player_1: shared, player_2: other}",
+        ),
+        r"multi_agent\.policies\.other\.fixed='randm'",
+        r"allowed: null \(it learns\), random, checkpoint",
+    ),
+    Case(
+        "multi_agent_every_policy_fixed",
+        agents(
+            "multi_agent.policies={other: {fixed: random}}",
+            "multi_agent.policy_mapping={'*': other}",
+        ),
+        r"every policy is fixed",
+        r"leave fixed unset on the policy that should learn",
+    ),
+    Case(
+        "multi_agent_policy_with_memory",
+        agents(
+            "multi_agent.policies={shared: {algo_name: PPO, algo_cfg: {actor_layers: "
+            "[{layer_type: lstm, layer_dim: [32]}]}}}",
+            SHARED_BY_ALL,
+        ),
+        r"multi_agent\.policies\.shared\.algo_name=PPO: a policy with memory",
+        r"allowed: feed-forward layers",
+    ),
+    Case(
+        "multi_agent_with_observation_normalization",
+        agents(SHARED, SHARED_BY_ALL, "env_cfg.normalize_obs=true"),
+        r"env_cfg\.normalize_obs=true",
+        r"allowed: false",
+    ),
+    Case(
+        "multi_agent_unknown_eval_opponent",
+        agents(SHARED, SHARED_BY_ALL, "multi_agent.eval_opponents=[randm]"),
+        r"multi_agent\.eval_opponents: 'randm'",
+        r"allowed: random, shared",
+    ),
+    Case(
+        "multi_agent_win_rate_threshold_without_an_opponent",
+        agents(SHARED, SHARED_BY_ALL, "multi_agent.threshold_metric=win_rate"),
+        r"multi_agent\.threshold_metric=win_rate",
+        r"name one in multi_agent\.eval_opponents",
+    ),
+]
+
 CASES = [
     # keys and sections
     Case(
@@ -544,6 +670,7 @@ CASES = [
         r"env_cfg\.wrappers: mask_velocity .*\bTaxi-v4\b",
         r"supported ids .*CartPole-v1.*Pendulum-v1",
     ),
+    *MULTI_AGENT_CASES,
 ]
 
 # Checked before Ray starts, against the process's own Ray: run as a subprocess (a run in

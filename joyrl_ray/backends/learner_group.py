@@ -132,7 +132,7 @@ class LearnerGroup:
         """Start every rank's loop (rank 0 first names the address the group meets at);
         each rank's call, by rank."""
         clients = [
-            LearnerClient(RayHandle(f"learner {rank}", actor=a))
+            LearnerClient(RayHandle(self.cfg.role(rank), actor=a))
             for rank, a in enumerate(self.actors)
         ]
         address = None

@@ -21,7 +21,7 @@ from typing import Any
 from joyrl_ray.backends.learner_group import LearnerGroup
 from joyrl_ray.backends.placement import Requests, actor_options, worker_strategy
 from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
-from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, Spaces
+from joyrl_ray.backends.runtime import LearnerSetups, RoleConfigs, Spaces
 from joyrl_ray.backends.turns import (
     TurnLearner,
     Turns,
@@ -31,9 +31,11 @@ from joyrl_ray.backends.turns import (
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.flows.base import DataPlane
 from joyrl_ray.roles.learner.client import LearnerClient
+from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.roles.worker.client import WorkerClient
-from joyrl_ray.roles.worker.worker import Worker, WorkerStats
+from joyrl_ray.roles.worker.kinds import worker_class
+from joyrl_ray.roles.worker.worker import WorkerStats
 from joyrl_ray.wire.handles import ObjectStore, RayHandle, RayStore, RoleError
 
 # A role's start waits for its process to be started first: on a loaded machine Ray starts a
@@ -68,10 +70,10 @@ class RemoteWorker:
 
 
 class RemoteLearner:
-    """The learner actor, called one turn at a time."""
+    """A learner actor, called one turn at a time."""
 
-    def __init__(self, actor: Any, turn_timeout_s: float) -> None:
-        self.client = LearnerClient(RayHandle("learner 0", actor=actor))
+    def __init__(self, actor: Any, cfg: LearnerConfig, turn_timeout_s: float) -> None:
+        self.client = LearnerClient(RayHandle(cfg.role(0), actor=actor))
         self.turn_timeout_s = turn_timeout_s
 
     def start(self) -> None:
@@ -92,8 +94,8 @@ class LockstepRuntime(TurnTakingRuntime):
         general: GeneralConfig,
         roles: RoleConfigs,
         setup: PlaneSetup,
-        learner: LearnerSetup | None,
-        spaces: Spaces,
+        learners: LearnerSetups,
+        spaces: Spaces | None,
         requests: Requests,
     ) -> None:
         import ray
@@ -107,36 +109,37 @@ class LockstepRuntime(TurnTakingRuntime):
             started.callback(self.planes.kill)
             self.data: DataPlane = self.planes.data
             self.coordinator = self.planes.coordinator
-            # The learner first, started before any worker, as on the single backend: the
-            # workers' first weights are its first.
-            self.learners: LearnerGroup | None = None
-            remote_learner: TurnLearner | None = None
-            if learner is not None:
-                links = self.planes.learner_links()
-                self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
-                started.callback(self.learners.shutdown)
-                self.learners.create(learner.start_state)
-                remote_learner = RemoteLearner(self.learners.actors[0], general.stall_timeout_s)
-                remote_learner.start()
+            # The learners first, started before any worker, as on the single backend: the
+            # workers' first weights are theirs.
+            self.learner_groups: dict[str, LearnerGroup] = {}
+            remote_learners: dict[str, TurnLearner] = {}
+            for policy, learner in learners.items():
+                cfg, links = roles.learners[policy], self.planes.learner_links(policy)
+                group = LearnerGroup(cfg, general, links, learner, requests)
+                self.learner_groups[policy] = group
+                started.callback(group.shutdown)
+                group.create(learner.start_state)
+                remote = RemoteLearner(group.actors[0], cfg, general.stall_timeout_s)
+                remote.start()
+                remote_learners[policy] = remote
             options = {
                 **actor_options(requests.worker),
                 "max_restarts": 0,
                 "scheduling_strategy": worker_strategy(general),
             }
-            worker_cls = ray.remote(Worker).options(**options)
+            worker_cls = ray.remote(worker_class(roles.worker)).options(**options)
             self.worker_actors: list[Any] = []
             started.callback(self._kill_workers)
             for i in range(general.n_workers):
-                self.worker_actors.append(
-                    worker_cls.remote(i, roles.worker, self.planes.sender(i), RayStore())
-                )
+                senders = self.planes.worker_senders(i)
+                self.worker_actors.append(worker_cls.remote(i, roles.worker, senders, RayStore()))
             limit = general.stall_timeout_s
             workers = [RemoteWorker(i, actor, limit) for i, actor in enumerate(self.worker_actors)]
             for worker in workers:
                 worker.start()
             in_turn: list[TurnWorker] = list(workers)
             self.take_turns(
-                general, roles, spaces, Turns(in_turn, remote_learner, self.coordinator)
+                general, roles, spaces, Turns(in_turn, remote_learners, self.coordinator)
             )
             started.pop_all()  # started: shutdown() stops it all from now on
 
@@ -150,7 +153,7 @@ class LockstepRuntime(TurnTakingRuntime):
         except RoleError:  # a role or the coordinator is gone: nothing is left to finish
             pass
         self._kill_workers()
-        if self.learners is not None:
-            self.learners.shutdown()
+        for group in self.learner_groups.values():
+            group.shutdown()
         self.planes.kill()
         self.close_evaluator()

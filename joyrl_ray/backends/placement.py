@@ -192,12 +192,13 @@ def wait_for_death(actors: list[Any], timeout_s: float) -> bool:
     return False
 
 
-def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool) -> float:
-    """CPUs per worker: as configured, or an even share of what the learners leave."""
+def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool, policies: int = 1) -> float:
+    """CPUs per worker: as configured, or an even share of what the learners leave (each
+    of ``policies`` learning policies has ``n_learners``)."""
     if general.worker_num_cpus is not None:
         return float(general.worker_num_cpus)
     total = sum(n.resources.get("CPU", 0.0) for n in nodes)
-    learners = general.n_learners * general.learner_num_cpus if train else 0.0
+    learners = policies * general.n_learners * general.learner_num_cpus if train else 0.0
     share = (total - learners) / general.n_workers
     # Whole hundredths that fit in what the learners leave (the sum never exceeds the
     # cluster); none when the learners ask for every CPU: the workers then share the cores.
@@ -205,14 +206,20 @@ def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool) -> float
 
 
 def make_requests(
-    general: GeneralConfig, nodes: list[Node], train: bool, *, cluster_free: bool = False
+    general: GeneralConfig,
+    nodes: list[Node],
+    train: bool,
+    *,
+    cluster_free: bool = False,
+    policies: int = 1,
 ) -> Requests:
     """Each role's resource request; ``cluster_free``: without a cluster to share (inside a
-    placement group that reserved the run's layout), a worker takes 1 CPU unless told."""
+    placement group that reserved the run's layout), a worker takes 1 CPU unless told;
+    ``policies``: the learning policies, each with ``n_learners`` learners."""
     if cluster_free or enclosing_group() is not None:
         cpus = 1.0 if general.worker_num_cpus is None else float(general.worker_num_cpus)
     else:
-        cpus = worker_cpus(general, nodes, train)
+        cpus = worker_cpus(general, nodes, train, policies)
     worker = {"CPU": cpus, **general.worker_resources}
     learner = None
     if train:
@@ -221,7 +228,8 @@ def make_requests(
             "GPU": general.learner_num_gpus,
             **general.learner_resources,
         }
-    return Requests(worker, learner, general.n_workers, general.n_learners, list(nodes))
+    n_learners = general.n_learners * policies
+    return Requests(worker, learner, general.n_workers, n_learners, list(nodes))
 
 
 def actor_options(request: dict[str, float]) -> dict[str, Any]:

@@ -1,10 +1,12 @@
-"""What a backend builds for a run: the coordinator and its flow's data plane.
+"""What a backend builds for a run: the coordinator and a data plane per policy.
 
-The flow (:func:`~joyrl_ray.flows.registry.flow_for` of the algorithm's needs) says which
-data-plane actors there are; a backend says how an actor starts: :class:`LocalPlanes` as
+Each policy's flow (:func:`~joyrl_ray.flows.registry.flow_for` of its algorithm's needs) says
+which data-plane actors it has; a backend says how an actor starts: :class:`LocalPlanes` as
 plain objects in this process, :class:`RayPlanes` as threaded Ray actors (callers that
 wait, such as throttled workers, learners ahead of the data or the driver's news, block
-inside their call without blocking the others). Nothing here imports torch.
+inside their call without blocking the others). A single-agent run has one policy and one
+data plane, as it always had; a multi-agent run's are joined into one for the driver
+(:class:`~joyrl_ray.flows.joined.JoinedPlanes`). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from joyrl_ray.control.coordinator import Coordinator, StopRule
 from joyrl_ray.data.report_forwarder import ReportSink
 from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow, DataPlane, DataSetup
+from joyrl_ray.flows.joined import JoinedPlanes, PolicyFactory
 from joyrl_ray.flows.registry import flow_for
 from joyrl_ray.normalization import NormSettings
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.learner.source import LearnerLinks
 from joyrl_ray.roles.worker.sender import WorkerSender
 from joyrl_ray.wire.handles import Handle, LocalHandle, ObjectStore, RayHandle, RayStore
@@ -45,9 +49,19 @@ class PlaneSetup:
     saved_replay: dict[str, np.ndarray] | None = None  # a resumed run's kept replay
     normalization: NormSettings | None = None
     start_normalization: dict[str, Any] | None = None  # a checkpoint's statistics
+    # A multi-agent run's: each policy's needs, in the order of its policies (None: the one
+    # policy of a single-agent run, with ``needs``).
+    policies: dict[str, DataNeeds | None] | None = None
+    start_updates: dict[str, int] | None = None  # a resumed multi-agent run's, per policy
 
     def flow(self) -> DataFlow:
         return flow_for(self.needs)
+
+    def flows(self) -> dict[str, DataFlow]:
+        """Each policy's flow (a single-agent run: its one, as ``DEFAULT_POLICY``)."""
+        if self.policies is None:
+            return {DEFAULT_POLICY: self.flow()}
+        return {policy: flow_for(needs) for policy, needs in self.policies.items()}
 
     def data_setup(self) -> DataSetup:
         return DataSetup(
@@ -59,15 +73,54 @@ class PlaneSetup:
             saved_replay=self.saved_replay,
         )
 
-    def coordinator_kwargs(self, flow: DataFlow) -> dict[str, Any]:
+    def coordinator_kwargs(self, flows: dict[str, DataFlow]) -> dict[str, Any]:
         return {
             "stop_rule": self.stop_rule,
             "n_workers": self.n_workers,
-            "learning": flow.learning,
+            "learning": any(flow.learning for flow in flows.values()),
             "counters": self.counters,
             "normalization": self.normalization,
             "start_normalization": self.start_normalization,
+            "policies": list(flows),
+            "start_updates": self.start_updates,
         }
+
+
+class PolicyPlanes:
+    """The data planes of a run's policies, and what the roles get of them (either backend)."""
+
+    coordinator: CoordinatorClient
+    planes: dict[str, DataPlane]
+    data: DataPlane
+
+    def _build(
+        self, flows: dict[str, DataFlow], factory: Any, setup: PlaneSetup, sink: CoordinatorClient
+    ) -> None:
+        """Each policy's data plane through ``factory``, its reports to ``sink`` (named by the
+        policy, as every call of its actors is); ``data``: the one, or all of them joined."""
+        data_setup = setup.data_setup()
+        single = setup.policies is None
+        self.planes = {}
+        for policy, flow in flows.items():
+            by_policy = (
+                factory if single else PolicyFactory(factory, policy, sink.for_policy(policy))
+            )
+            self.planes[policy] = flow.build(by_policy, data_setup)
+        self.data = self.planes[DEFAULT_POLICY] if single else JoinedPlanes(self.planes)
+
+    def sender(self, worker_id: int, policy: str = DEFAULT_POLICY) -> WorkerSender:
+        """Worker ``worker_id``'s sender for ``policy``'s rows."""
+        return self.planes[policy].worker_sender(worker_id, self.coordinator.for_policy(policy))
+
+    def senders(self, worker_id: int) -> dict[str, WorkerSender]:
+        """Worker ``worker_id``'s sender for each policy."""
+        return {policy: self.sender(worker_id, policy) for policy in self.planes}
+
+    def worker_senders(self, worker_id: int) -> WorkerSender | dict[str, WorkerSender]:
+        """What a worker is built with: its sender, or (multi-agent) one per policy."""
+        if list(self.planes) == [DEFAULT_POLICY]:
+            return self.sender(worker_id)
+        return self.senders(worker_id)
 
 
 class LocalFactory:
@@ -95,23 +148,21 @@ class LocalFactory:
         return LocalHandle(obj, role)
 
 
-class LocalPlanes:
-    """The coordinator and the data plane as plain objects in this process, with clients."""
+class LocalPlanes(PolicyPlanes):
+    """The coordinator and the data planes as plain objects in this process, with clients."""
 
     def __init__(self, setup: PlaneSetup, store: ObjectStore) -> None:
-        self.flow = setup.flow()
-        self.coordinator_object = Coordinator(**setup.coordinator_kwargs(self.flow), store=store)
+        flows = setup.flows()
+        self.coordinator_object = Coordinator(**setup.coordinator_kwargs(flows), store=store)
         self.coordinator = CoordinatorClient(LocalHandle(self.coordinator_object, "Coordinator"))
         factory = LocalFactory(self.coordinator)
-        self.data: DataPlane = self.flow.build(factory, setup.data_setup())
-        self.objects = factory.objects  # the data plane's objects, in the order built
-        self.coordinator_object.data_plane = list(self.data.clients)
+        self._build(flows, factory, setup, self.coordinator)
+        self.objects = factory.objects  # the data planes' objects, in the order built
+        self.coordinator_object.data_plane = {p: d.clients for p, d in self.planes.items()}
 
-    def sender(self, worker_id: int) -> WorkerSender:
-        return self.data.worker_sender(worker_id, self.coordinator)
-
-    def learner_links(self, store: ObjectStore) -> LearnerLinks:
-        return LearnerLinks(self.coordinator, self.data.learner_source(), store)
+    def learner_links(self, store: ObjectStore, policy: str = DEFAULT_POLICY) -> LearnerLinks:
+        source = self.planes[policy].learner_source()
+        return LearnerLinks(self.coordinator.for_policy(policy), source, store)
 
 
 class RayFactory:
@@ -165,8 +216,8 @@ class RayFactory:
         return RayHandle(role, name=actor_name, actor=actor, lockstep=self.lockstep)
 
 
-class RayPlanes:
-    """The coordinator and the data plane as Ray actors, with clients (``lockstep``: whose
+class RayPlanes(PolicyPlanes):
+    """The coordinator and the data planes as Ray actors, with clients (``lockstep``: whose
     calls are answered before the caller goes on)."""
 
     def __init__(
@@ -189,22 +240,22 @@ class RayPlanes:
         options = options or {}
         per_caller = max_pushes_in_flight + 2
         others = 4 * setup.n_learners + 8
-        self.flow = setup.flow()
+        flows = setup.flows()
         factory = RayFactory(run_id, named_coordinator, per_caller, others, options, lockstep)
-        self.data: DataPlane = self.flow.build(factory, setup.data_setup())
+        self._build(flows, factory, setup, named_coordinator)
         self.actors = factory.actors
         self.coordinator_actor = (
             ray.remote(Coordinator)
             .options(
                 num_cpus=0,
-                max_concurrency=setup.n_workers * per_caller + others,
+                max_concurrency=(setup.n_workers * per_caller + others) * len(flows),
                 name=coordinator_name,
                 **options,
             )
             .remote(
-                **setup.coordinator_kwargs(self.flow),
+                **setup.coordinator_kwargs(flows),
                 store=RayStore(),
-                data_plane=self.data.clients,
+                data_plane={p: d.clients for p, d in self.planes.items()},
             )
         )
         self.coordinator = CoordinatorClient(
@@ -226,11 +277,9 @@ class RayPlanes:
             lockstep=general.lockstep,
         )
 
-    def sender(self, worker_id: int) -> WorkerSender:
-        return self.data.worker_sender(worker_id, self.coordinator)
-
-    def learner_links(self) -> LearnerLinks:
-        return LearnerLinks(self.coordinator, self.data.learner_source(), RayStore())
+    def learner_links(self, policy: str = DEFAULT_POLICY) -> LearnerLinks:
+        source = self.planes[policy].learner_source()
+        return LearnerLinks(self.coordinator.for_policy(policy), source, RayStore())
 
     def kill(self) -> None:
         import ray

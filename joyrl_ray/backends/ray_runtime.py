@@ -18,7 +18,7 @@ from joyrl_ray.backends.placement import Requests
 from joyrl_ray.backends.planes import PlaneSetup, RayPlanes
 from joyrl_ray.backends.runtime import (
     Evaluations,
-    LearnerSetup,
+    LearnerSetups,
     RoleConfigs,
     RoleEvents,
     RoleResults,
@@ -27,8 +27,9 @@ from joyrl_ray.backends.runtime import (
 from joyrl_ray.backends.worker_fleet import WorkerFleet
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.flows.base import DataPlane
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
-from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
+from joyrl_ray.roles.evaluator.online import online_evaluator
 from joyrl_ray.wire.handles import (
     Call,
     ObjectStore,
@@ -52,8 +53,8 @@ class RayRuntime(Evaluations):
         general: GeneralConfig,
         roles: RoleConfigs,
         setup: PlaneSetup,
-        learner: LearnerSetup | None,
-        spaces: Spaces,
+        learners: LearnerSetups,
+        spaces: Spaces | None,
         requests: Requests,
     ) -> None:
         import ray
@@ -61,8 +62,9 @@ class RayRuntime(Evaluations):
         self.ray = ray
         self.store: ObjectStore = RayStore()
         self.results = RoleResults()
-        self.runs: dict[Any, tuple[str, int]] = {}  # call -> (role, index)
-        self.learners: LearnerGroup | None = None
+        # call -> (role, index, policy): a worker's index is its id, a learner's its rank
+        self.runs: dict[Any, tuple[str, int, str]] = {}
+        self.learner_groups: dict[str, LearnerGroup] = {}
         # The online evaluator lives in the driver's process, on a thread of its own: torch
         # is imported there already, the checkpoints' weights arrive there, and no extra
         # process competes with the workers and learners while they start.
@@ -83,22 +85,22 @@ class RayRuntime(Evaluations):
             started.callback(self.planes.kill)
             self.data: DataPlane = self.planes.data
             self.coordinator = self.planes.coordinator
-            if learner is not None:
-                # Created before the workers, so that it gets one of the processes Ray
-                # prestarts: on-policy workers wait for the learner's first weights, and the
-                # learner has more to start (its optimizer imports torch's compiler: about a
-                # CPU-second).
-                links = self.planes.learner_links()
-                self.learners = LearnerGroup(roles.learner, general, links, learner, requests)
-                started.callback(self.learners.shutdown)
-                self.learners.create(learner.start_state)
+            for policy, learner in learners.items():
+                # Created before the workers, so that they get the processes Ray prestarts:
+                # on-policy workers wait for the learners' first weights, and a learner has
+                # more to start (its optimizer imports torch's compiler: about a CPU-second).
+                links = self.planes.learner_links(policy)
+                group = LearnerGroup(roles.learners[policy], general, links, learner, requests)
+                self.learner_groups[policy] = group
+                started.callback(group.shutdown)
+                group.create(learner.start_state)
             self.fleet = WorkerFleet(general, roles.worker, self.planes, requests)
             started.callback(self.fleet.shutdown)
             self._submit("worker", self.fleet.run())
-            if self.learners is not None:  # workers and learners start side by side
-                self._submit("learner", self.learners.run())
-            if learner is not None and general.online_eval:
-                evaluator = OnlineEvaluator(roles.evaluator, spaces)
+            for policy, group in self.learner_groups.items():  # beside the workers
+                self._submit("learner", group.run(), policy)
+            if learners and general.online_eval:
+                evaluator = online_evaluator(roles.evaluator, spaces)
                 self._evaluator_thread = ThreadHandle(evaluator, "Evaluator")
                 self.evaluator = EvaluatorClient(self._evaluator_thread)
             started.pop_all()  # started: shutdown() stops it all from now on
@@ -106,24 +108,24 @@ class RayRuntime(Evaluations):
     def _watch(self, call: Call[Any]) -> None:
         self._evaluating = call
 
-    def _submit(self, role: str, calls: list[Call[Any]]) -> None:
+    def _submit(self, role: str, calls: list[Call[Any]], policy: str = DEFAULT_POLICY) -> None:
         for index, call in enumerate(calls):
-            self.runs[call] = (role, index)
+            self.runs[call] = (role, index, policy)
 
-    def _learner_died(self, rank: int, why: str, events: RoleEvents) -> None:
-        assert self.learners is not None
-        for call, (role, _) in list(self.runs.items()):
-            if role == "learner":
+    def _learner_died(self, policy: str, rank: int, why: str, events: RoleEvents) -> None:
+        group = self.learner_groups[policy]
+        for call, (role, _, of) in list(self.runs.items()):
+            if role == "learner" and of == policy:
                 del self.runs[call]
 
         def make_room() -> bool:  # the learners come first, the workers last
             return self.fleet.shed_one("the learner group", events, self.results)
 
-        self._submit("learner", self.learners.restart(why, events, make_room, rank))
-        for call, (role, index) in list(self.runs.items()):
+        self._submit("learner", group.restart(why, events, make_room, rank), policy)
+        for call, (role, index, _) in list(self.runs.items()):
             if role == "worker" and index in self.fleet.shed:  # killed: a new call if it returns
                 del self.runs[call]
-        self.results.learner_restarts = self.learners.restarts
+        self.results.learner_restarts = sum(g.restarts for g in self.learner_groups.values())
 
     def advance(self, timeout_s: float) -> RoleEvents:
         """Wait up to ``timeout_s`` for a role to end, for the evaluation running to answer
@@ -143,14 +145,14 @@ class RayRuntime(Evaluations):
         ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=0)
         for ref in ready:
             call = refs[ref]
-            role, index = self.runs.pop(call)
+            role, index, policy = self.runs.pop(call)
             try:
                 result = call.result(timeout_s=RESULT_TIMEOUT_S)
             except RoleDied as exc:
                 if role == "worker":
                     self.fleet.died(index, exc, events, self.results)
                 else:
-                    self._learner_died(index, str(exc), events)
+                    self._learner_died(policy, index, str(exc), events)
                 continue
             except RoleFailed as exc:
                 # A role fails when a data-plane actor it needs died: the run stops, named so.
@@ -161,11 +163,11 @@ class RayRuntime(Evaluations):
             if role == "worker":
                 self.results.workers[index] = result
             else:
-                self.results.learners[index] = result
+                self.results.learners[(policy, index)] = result
                 if result.data_server_lost is not None:
                     self._learner_lost_its_data(events)
         for index, call in self.fleet.fill_room(events, self.results).items():
-            self.runs[call] = ("worker", index)
+            self.runs[call] = ("worker", index, DEFAULT_POLICY)
         self.finished = not self.runs
         return events
 
@@ -192,8 +194,8 @@ class RayRuntime(Evaluations):
 
     def shutdown(self) -> None:
         self.fleet.shutdown()
-        if self.learners is not None:
-            self.learners.shutdown()
+        for group in self.learner_groups.values():
+            group.shutdown()
         self.planes.kill()
         if self._evaluator_thread is not None:  # its envs close after the evaluation running
             self._evaluator_thread.close(last="close", interrupt="interrupt", join_s=10.0)

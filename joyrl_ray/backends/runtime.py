@@ -20,6 +20,8 @@ import numpy as np
 from joyrl_ray.config import RunConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.flows.base import DataPlane
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.config import EvaluatorConfig
 from joyrl_ray.roles.evaluator.results import EvalResult
@@ -35,24 +37,38 @@ Spaces = tuple[gym.Space, gym.Space]
 @dataclass(frozen=True)
 class RoleConfigs:
     """Each role's own slice of the run config, built once by the driver: no actor receives
-    the whole run config."""
+    the whole run config. ``learners``: each learning policy's (a single-agent run's one
+    policy is ``DEFAULT_POLICY``)."""
 
     worker: WorkerConfig
-    learner: LearnerConfig
+    learners: dict[str, LearnerConfig]
     evaluator: EvaluatorConfig
 
     @classmethod
-    def of(cls, cfg: RunConfig) -> RoleConfigs:
-        return cls(WorkerConfig.of(cfg), LearnerConfig.of(cfg), EvaluatorConfig.of(cfg))
+    def of(cls, cfg: RunConfig, plan: MultiAgentPlan | None = None) -> RoleConfigs:
+        if plan is None:
+            learners = {DEFAULT_POLICY: LearnerConfig.of(cfg)}
+        else:
+            learners = {p: LearnerConfig.of(cfg, plan.policies[p]) for p in plan.trained}
+        return cls(WorkerConfig.of(cfg, plan), learners, EvaluatorConfig.of(cfg, plan))
+
+    @property
+    def learner(self) -> LearnerConfig:
+        """The learners' config of a single-agent run (its one policy)."""
+        return self.learners[DEFAULT_POLICY]
 
 
 @dataclass
 class LearnerSetup:
-    """What the learner group starts from."""
+    """What a policy's learner group starts from."""
 
     spaces: Spaces
     start_state: bytes | None  # a resumed run's checkpoint
     latest_state: Callable[[], bytes | None]  # the driver's newest checkpoint (for restarts)
+
+
+#: Each learning policy's learner setup, by policy (none in test mode).
+LearnerSetups = dict[str, LearnerSetup]
 
 
 @dataclass
@@ -67,7 +83,7 @@ class RoleEvents:
 @dataclass
 class RoleResults:
     workers: dict[int, WorkerStats] = field(default_factory=dict)
-    learners: dict[int, LearnerResult] = field(default_factory=dict)
+    learners: dict[tuple[str, int], LearnerResult] = field(default_factory=dict)  # policy, rank
     workers_dropped: list[int] = field(default_factory=list)
     # workers stopped to make room for the learner group: worker id, when, node, steps lost
     workers_shed: list[dict[str, Any]] = field(default_factory=list)
@@ -102,6 +118,8 @@ class Runtime(Protocol):
         updates: int,
         env_steps: int,
         normalization: dict[str, Any] | None = None,
+        policy: str = DEFAULT_POLICY,
+        others: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> Call[EvalResult]: ...
 
     def shutdown(self) -> None: ...
@@ -118,9 +136,16 @@ class Evaluations:
         updates: int,
         env_steps: int,
         normalization: dict[str, Any] | None = None,
+        policy: str = DEFAULT_POLICY,
+        others: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> Call[EvalResult]:
+        """Evaluate ``policy``'s checkpoint ``weights`` (a multi-agent run's other learning
+        policies acting with ``others``, their newest checkpoints' weights)."""
         assert self.evaluator is not None
-        call = self.evaluator.evaluate(weights, updates, env_steps, normalization)
+        if policy == DEFAULT_POLICY:
+            call = self.evaluator.evaluate(weights, updates, env_steps, normalization)
+        else:
+            call = self.evaluator.evaluate_policy(policy, weights, updates, env_steps, others)
         self._watch(call)
         return call
 

@@ -17,6 +17,8 @@ from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.roles.evaluator.client import EvaluatorClient
 from joyrl_ray.roles.evaluator.evaluator import OnlineEvaluator
+from joyrl_ray.roles.evaluator.games import GameEvaluator
+from joyrl_ray.roles.evaluator.online import online_evaluator
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.roles.learner.source import LEARNED, STOPPED
 from joyrl_ray.roles.worker.worker import WorkerStats
@@ -47,19 +49,22 @@ class TurnLearner(Protocol):
 
 
 class Turns:
-    """Gives the roles their turns until the run is over; what they ended with."""
+    """Gives the roles their turns until the run is over; what they ended with.
+
+    ``learners``: each learning policy's learner (a single-agent run's one), taking turns in
+    the order given."""
 
     def __init__(
         self,
         workers: list[TurnWorker],
-        learner: TurnLearner | None,
+        learners: dict[str, TurnLearner],
         coordinator: CoordinatorClient,
     ) -> None:
-        self.workers, self.learner, self.coordinator = workers, learner, coordinator
+        self.workers, self.learners, self.coordinator = workers, learners, coordinator
         self.results = RoleResults()
         self.finished = False
         self._stepping = list(workers)
-        self._learning = learner is not None
+        self._learning = set(learners)
         self._failed: str | None = None  # the role that raised: its state is not to be trusted
         self._news_seen = 0
 
@@ -73,12 +78,13 @@ class Turns:
             try:
                 self._stepping = [w for w in self._stepping if w.step(0.0)]
                 role = "learner"
-                learner = self.learner
-                while learner is not None and self._learning:
-                    status = learner.train_step(0.0)
-                    if status != LEARNED:
-                        self._learning = status != STOPPED
-                        break
+                for policy, learner in self.learners.items():
+                    while policy in self._learning:
+                        status = learner.train_step(0.0)
+                        if status == STOPPED:
+                            self._learning.discard(policy)
+                        if status != LEARNED:
+                            break
             except CallTimeout as exc:  # an actor's turn past its deadline (lockstep on Ray)
                 events.failure = f"{role} stalled: {exc} (general_cfg.stall_timeout_s)"
                 events.failure_reason = "stalled"
@@ -119,8 +125,9 @@ class Turns:
             if self._failed is None:
                 self.results.workers[worker.worker_id] = worker.finish()
             worker.close()
-        if self.learner is not None and self._failed != "learner":
-            self.results.learners[0] = self.learner.finish()
+        if self._failed != "learner":
+            for policy, learner in self.learners.items():
+                self.results.learners[(policy, 0)] = learner.finish()
         self.finished = True
 
     def stop(self) -> None:
@@ -138,18 +145,18 @@ class TurnTakingRuntime(Evaluations):
     turns: Turns
     results: RoleResults
     evaluator: EvaluatorClient | None = None
-    online_evaluator: OnlineEvaluator | None = None
+    online_evaluator: OnlineEvaluator | GameEvaluator | None = None
 
     def take_turns(
         self,
         general: GeneralConfig,
         roles: RoleConfigs,
-        spaces: Spaces,
+        spaces: Spaces | None,
         turns: Turns,
     ) -> None:
         """Start the online evaluator (a learning run's), and give ``turns`` the driver."""
-        if turns.learner is not None and general.online_eval:
-            self.online_evaluator = OnlineEvaluator(roles.evaluator, spaces)
+        if turns.learners and general.online_eval:
+            self.online_evaluator = online_evaluator(roles.evaluator, spaces)
             self.evaluator = EvaluatorClient(LocalHandle(self.online_evaluator, "Evaluator"))
         self.turns = turns
         self.results = turns.results

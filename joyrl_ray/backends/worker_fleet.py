@@ -30,7 +30,8 @@ from joyrl_ray.backends.runtime import RoleEvents, RoleResults
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.roles.worker.client import WorkerClient
 from joyrl_ray.roles.worker.config import WorkerConfig
-from joyrl_ray.roles.worker.worker import Worker, WorkerStats
+from joyrl_ray.roles.worker.kinds import worker_class
+from joyrl_ray.roles.worker.worker import WorkerStats
 from joyrl_ray.wire.handles import ANSI_ESCAPES, Call, RayHandle, RayStore, RoleDied, plain_line
 
 DROP_TIMEOUT_S = 30.0
@@ -60,10 +61,9 @@ class WorkerFleet:
             "max_task_retries": -1,
             "scheduling_strategy": worker_strategy(general),
         }
-        self.worker_cls = ray.remote(Worker).options(
-            **options, max_restarts=general.max_worker_restarts
-        )
-        self.extra_cls = ray.remote(Worker).options(**options, max_restarts=0)
+        worker = ray.remote(worker_class(cfg))
+        self.worker_cls = worker.options(**options, max_restarts=general.max_worker_restarts)
+        self.extra_cls = worker.options(**options, max_restarts=0)
         self.actors: dict[int, Any] = {i: self._new_actor(i) for i in range(self.n_workers)}
         self.drop_reasons: dict[int, str] = {}  # workers gone for good: why
         self.shed: set[int] = set()  # workers stopped to make room, or extra ones gone
@@ -71,7 +71,7 @@ class WorkerFleet:
 
     def _new_actor(self, index: int) -> Any:
         cls = self.worker_cls if index < self.n_workers else self.extra_cls
-        return cls.remote(index, self.cfg, self.planes.sender(index), RayStore())
+        return cls.remote(index, self.cfg, self.planes.worker_senders(index), RayStore())
 
     def _run(self, index: int) -> Call[WorkerStats]:
         return WorkerClient(RayHandle(f"worker {index}", actor=self.actors[index])).run()

@@ -2,7 +2,9 @@
 
 Each section is merged with OmegaConf against a typed dataclass schema: ``general_cfg``
 (:class:`GeneralConfig`), ``algo_cfg`` (the config class of the algorithm that the merged
-``general_cfg.algo_name`` names) and ``env_cfg`` (:class:`envs.EnvConfig`). Anything
+``general_cfg.algo_name`` names), ``env_cfg`` (:class:`envs.EnvConfig`) and, for a
+multi-agent env, ``multi_agent`` (:class:`~joyrl_ray.config.multi_agent.MultiAgentConfig`;
+each of its policies' ``algo_cfg`` merged against its own algorithm's config class). Anything
 wrong raises :class:`ConfigError` with one line naming the key or value and what is allowed
 (the checks: :mod:`joyrl_ray.config.checks`).
 """
@@ -18,7 +20,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from algos import get_algorithm
+from algos import canonical_name, get_algorithm
 from envs import EnvConfig
 from joyrl_ray.config.checks import (
     ConfigError,
@@ -29,8 +31,12 @@ from joyrl_ray.config.checks import (
     unknown_message,
 )
 from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.config.multi_agent import MultiAgentConfig, PolicyConfig
 
-SECTIONS = ("general_cfg", "algo_cfg", "env_cfg")
+SECTIONS = ("general_cfg", "algo_cfg", "env_cfg", "multi_agent")
+#: The keys of the config that ``build_config`` makes besides the sections: each policy's
+#: merged algo_cfg, by policy (a multi-agent run's).
+POLICY_ALGOS = "policy_algo_cfg"
 
 
 def load_yaml_file(path: str | Path, option: str = "--yaml") -> Any:
@@ -166,11 +172,62 @@ def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]
     general = _merge(GeneralConfig, [s.get("general_cfg", {}) for s in sources], "general_cfg")
     check_general(general)
     spec = get_algorithm(general.algo_name)
-    algo = _merge(spec.config_cls, [s.get("algo_cfg", {}) for s in sources], "algo_cfg")
+    algo_layers = [s.get("algo_cfg", {}) for s in sources]
+    algo = _merge(spec.config_cls, algo_layers, "algo_cfg")
     check_algo(algo, general)
     env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
     check_env(env)
-    return OmegaConf.create({"general_cfg": general, "algo_cfg": algo, "env_cfg": env})
+    sections = {"general_cfg": general, "algo_cfg": algo, "env_cfg": env}
+    agent_layers = [s.get("multi_agent") for s in sources if s.get("multi_agent")]
+    if agent_layers:
+        agents = _merge_multi_agent(agent_layers)
+        sections["multi_agent"] = agents
+        sections[POLICY_ALGOS] = _policy_algos(agents, general, algo_layers)
+    return OmegaConf.create(sections)
+
+
+def _merge_multi_agent(layers: list[dict[str, Any]]) -> DictConfig:
+    """The ``multi_agent`` section, each policy's keys checked by name."""
+    for layer in layers:
+        for name, policy in (layer.get("policies") or {}).items():
+            if not isinstance(policy, dict):
+                raise ConfigError(
+                    f"multi_agent.policies.{name} must be a mapping (algo_name, algo_cfg, "
+                    "fixed, load_path, load_policy); {} learns with general_cfg.algo_name"
+                )
+            check_keys(PolicyConfig, policy, f"multi_agent.policies.{name}.")
+    agents = _merge(MultiAgentConfig, layers, "multi_agent")
+    if not agents.policies:
+        raise ConfigError(
+            "multi_agent.policies is empty; name at least one, e.g. "
+            "multi_agent.policies={shared: {}} multi_agent.policy_mapping={'*': shared}"
+        )
+    return agents
+
+
+def _policy_algos(
+    agents: DictConfig, general: DictConfig, algo_layers: list[dict[str, Any]]
+) -> dict[str, DictConfig]:
+    """Each learning (or checkpoint-playing) policy's algo_cfg: its algorithm's defaults <
+    the run's ``algo_cfg`` (when it runs ``general_cfg.algo_name``) < its own ``algo_cfg``."""
+    configs: dict[str, DictConfig] = {}
+    for name, policy in agents.policies.items():
+        if policy.fixed not in (None, "checkpoint"):
+            continue
+        algo_name = canonical_name(policy.algo_name or general.algo_name)
+        try:
+            spec = get_algorithm(algo_name)
+        except KeyError as exc:
+            why = str(exc.args[0]).replace("general_cfg.algo_name=", "", 1)
+            raise ConfigError(f"multi_agent.policies.{name}.algo_name={why}") from None
+        policy.algo_name = algo_name
+        shared = algo_layers if algo_name == general.algo_name else []
+        own = OmegaConf.to_container(policy.algo_cfg)
+        prefix = f"multi_agent.policies.{name}.algo_cfg"
+        merged = _merge(spec.config_cls, [*(dict(x) for x in shared), own], prefix)
+        check_algo(merged, general)
+        configs[str(name)] = merged
+    return configs
 
 
 @dataclass
@@ -180,21 +237,30 @@ class RunConfig:
     general: GeneralConfig
     algo: Any
     env: EnvConfig
+    multi_agent: MultiAgentConfig | None = None  # a multi-agent env's section
+    policy_algos: dict[str, Any] = dataclasses.field(default_factory=dict)  # its policies'
 
     @classmethod
     def from_omegaconf(cls, cfg: DictConfig) -> RunConfig:
+        agents = cfg.get("multi_agent")
+        algos = cfg.get(POLICY_ALGOS) or {}
         return cls(
             general=OmegaConf.to_object(cfg.general_cfg),
             algo=OmegaConf.to_object(cfg.algo_cfg),
             env=OmegaConf.to_object(cfg.env_cfg),
+            multi_agent=OmegaConf.to_object(agents) if agents is not None else None,
+            policy_algos={str(p): OmegaConf.to_object(a) for p, a in algos.items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        sections = {
             "general_cfg": dataclasses.asdict(self.general),
             "algo_cfg": dataclasses.asdict(self.algo),
             "env_cfg": dataclasses.asdict(self.env),
         }
+        if self.multi_agent is not None:
+            sections["multi_agent"] = dataclasses.asdict(self.multi_agent)
+        return sections
 
 
 def load_config(yaml_path: str | None, overrides: list[str]) -> DictConfig:

@@ -13,10 +13,17 @@ store until the driver fetches them).
 When the run stops it tells the data plane (each shard or the queue) so that throttled
 workers and waiting learners wake; that is the only call it makes.
 
-Accounting: every env step a worker reports is *collected* here; the data plane counts
+Policies: everything that belongs to one policy (its newest weights, its learner group's
+generation and updates, the books of its transitions, its data-plane actors) sits on the
+policy's desk (:class:`~joyrl_ray.control.policy_desk.PolicyDesk`); every call of a worker,
+a data-plane actor or a learner names its policy (a single-agent run's one policy is
+``DEFAULT_POLICY``). The run's counters, its stop, the roster of workers and the mailboxes
+are the run's, whatever the policies.
+
+Accounting: every transition a worker reports is *collected* here; the data plane counts
 what it stored and dropped, the coordinator what was lost with workers or never sent, so
-``transitions_collected == sum(stored) + sum(dropped)`` over the coordinator and every
-data-plane actor (the coordinator keeps these books in its ``WorkerLedger``).
+``transitions_collected == sum(stored) + sum(dropped)`` per policy over the coordinator and
+the policy's data-plane actors (the coordinator keeps these books on each policy's desk).
 """
 
 from __future__ import annotations
@@ -30,11 +37,12 @@ import numpy as np
 
 from joyrl_ray.control.env_error_budget import EnvErrorBudget
 from joyrl_ray.control.mailboxes import Mailboxes
-from joyrl_ray.control.newest_weights import NewestWeights
+from joyrl_ray.control.policy_desk import PolicyDesk
 from joyrl_ray.control.run_normalization import RunNormalization
-from joyrl_ray.control.worker_ledger import WorkerLedger
+from joyrl_ray.control.worker_roster import WorkerRoster
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.normalization import NormSettings
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.wire.handles import Call, LocalStore, ObjectStore, RoleError
 from joyrl_ray.wire.messages import (
     CheckpointRef,
@@ -70,7 +78,22 @@ class StopRule:
 
 
 @dataclass
+class PolicyStats:
+    """One policy's closing figures at the coordinator."""
+
+    transitions_collected: int
+    transitions_dropped: dict[str, int]  # what never reached the data plane, by reason
+    rows_sent: dict[int, int]  # by replay shard: rows workers sent it (minus those lost)
+    weights_versions: int
+    weights_rejected: int
+    updates: int
+
+
+@dataclass
 class CoordinatorStats:
+    """The run's closing figures at the coordinator; ``transitions_*``, ``rows_sent`` and
+    ``weights_*`` are the first policy's (a single-agent run's one), ``policies`` has each."""
+
     transitions_collected: int
     transitions_dropped: dict[str, int]  # what never reached the data plane, by reason
     rows_sent: dict[int, int]  # by replay shard: rows workers sent it (minus those lost)
@@ -82,6 +105,7 @@ class CoordinatorStats:
     stop_detail: str | None
     busy_s: float
     normalization: dict[str, Any] | None = None  # version and counts of the merged statistics
+    policies: dict[str, PolicyStats] | None = None
 
 
 class Coordinator(WaitingRoom):
@@ -95,20 +119,24 @@ class Coordinator(WaitingRoom):
         learning: bool,
         counters: Counters | None = None,
         store: ObjectStore | None = None,
-        data_plane: Sequence[Any] = (),
+        data_plane: dict[str, Sequence[Any]] | None = None,
         normalization: NormSettings | None = None,
         start_normalization: dict[str, Any] | None = None,
+        policies: Sequence[str] = (DEFAULT_POLICY,),
+        start_updates: dict[str, int] | None = None,
     ) -> None:
         super().__init__()
         self.stop_rule = stop_rule
         self.store = store or LocalStore()
-        self.data_plane = list(data_plane)  # clients with request_stop(reason)
         self.stop_calls: list[Call[None]] = []
         start = counters or Counters()
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
         self.start_env_steps = start.env_steps  # where this run (or its resume) began
-        self.workers = WorkerLedger(n_workers, learning)
-        self.weights = NewestWeights(self.store)
+        self.workers = WorkerRoster(n_workers)
+        self.desks = {p: PolicyDesk(p, self.store, learning) for p in policies}
+        for policy, updates in (start_updates or {}).items():
+            self.desks[policy].updates = updates
+        self.data_plane = data_plane or {}
         # Workers' normalization deltas merged (a resume and test mode: from the checkpoint's).
         self.norm = RunNormalization(normalization or NormSettings(), start_normalization)
         self.stop_reason: str | None = None
@@ -116,26 +144,38 @@ class Coordinator(WaitingRoom):
         self.env_error_count = 0
         self.env_error_budget = stop_rule.env_error_budget()
         self.episodes_dropped = 0  # finished past max_episode: not counted, not logged
-        self.learner_generation = 0
         self.mail = Mailboxes()
         self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
         self.busy_s = 0.0
         freeze_startup_heap()
 
+    @property
+    def data_plane(self) -> dict[str, Sequence[Any]]:
+        """Each policy's data-plane actors' clients (each with ``request_stop(reason)``)."""
+        return {p: desk.data_plane for p, desk in self.desks.items()}
+
+    @data_plane.setter
+    def data_plane(self, clients: dict[str, Sequence[Any]]) -> None:
+        for policy, actors in clients.items():
+            self.desks[policy].data_plane = list(actors)
+
     # ----- workers -----
-    def _ack(self, known_version: int) -> PushAck:
+    def _ack(self, desk: PolicyDesk, known_version: int) -> PushAck:
         return PushAck(
             stop=self.stop_reason is not None,
             throttled=False,  # the worker's shard says whether it must wait
             env_steps=self.counters.env_steps,
-            weights=self.weights.newer_than(known_version),
+            weights=desk.weights.newer_than(known_version),
             normalization=self.norm.shared(),
         )
 
-    def register_worker(self, worker_id: int, where: Placement) -> WorkerStart:
-        """A worker (new, or restarted by Ray) starts: where it runs and what it continues.
+    def register_worker(
+        self, worker_id: int, where: Placement, policy: str = DEFAULT_POLICY
+    ) -> WorkerStart:
+        """A worker (new, or restarted by Ray) starts: where it runs and what it continues
+        (``weights`` the newest of ``policy``, ``weights_by_policy`` every policy's).
 
-        A second registration means Ray restarted the worker's process: the env steps it
+        A second registration means Ray restarted the worker's process: the transitions it
         held back died with it and are counted as lost.
         """
         with self._cond:
@@ -155,7 +195,7 @@ class Coordinator(WaitingRoom):
             elif kind == "restarted":
                 restarts = self.mail.worker_restarts
                 restarts[worker_id] += 1
-                lost = self.workers.lose_steps(worker_id)
+                lost = self._lose_steps(worker_id)
                 self.mail.events.append(
                     f"worker {worker_id} was restarted on {where.ip} (restart "
                     f"{restarts[worker_id]}); {lost} env steps it held back were lost"
@@ -165,11 +205,16 @@ class Coordinator(WaitingRoom):
             return WorkerStart(
                 self.counters.env_steps,
                 stopped,
-                self.weights.newest(),
+                self.desks[policy].weights.newest(),
                 self.workers.incarnations[worker_id],
                 self.norm.shared(),
                 stream_steps,
+                {p: desk.weights.newest() for p, desk in self.desks.items()},
             )
+
+    def _lose_steps(self, worker_id: int) -> int:
+        """What ``worker_id``'s process held back, every policy's, lost with it."""
+        return sum(desk.books.lose_steps(worker_id) for desk in self.desks.values())
 
     def report_worker(
         self,
@@ -178,31 +223,46 @@ class Coordinator(WaitingRoom):
         known_version: int,
         shard: int = -1,
         stored: bool = False,
+        policy: str = DEFAULT_POLICY,
     ) -> PushAck:
         """Count a worker's own report (on-policy, test mode, or its shard died during the
         insert): ``rows`` of it went to replay shard ``shard``, or to the rollout queue, which
         ``stored`` them; the ack says stop and carries newer weights."""
-        return self.take_reports(shard, [TakenReport(report, rows, stored)], known_version)
+        taken = [TakenReport(report, rows, stored)]
+        return self.take_reports(shard, taken, known_version, policy)
 
-    def take_reports(self, shard: int, reports: list[TakenReport], known_version: int) -> PushAck:
-        """Count the reports replay shard ``shard`` gathered from its workers since its last
-        call, each with the rows it stored or dropped (``shard`` -1: none, see
+    def take_reports(
+        self,
+        shard: int,
+        reports: list[TakenReport],
+        known_version: int,
+        policy: str = DEFAULT_POLICY,
+    ) -> PushAck:
+        """Count the reports replay shard ``shard`` of ``policy`` gathered from its workers
+        since its last call, each with the rows it stored or dropped (``shard`` -1: none, see
         ``report_worker``); the answer is for the shard's acks."""
         t0 = time.monotonic()
         with self._cond:
+            desk = self.desks[policy]
             for taken in reports:
-                self._count(taken, shard)
-            ack = self._ack(known_version)
+                self._count(desk, taken, shard)
+            ack = self._ack(desk, known_version)
         self.busy_s += time.monotonic() - t0
         return ack
 
-    def _count(self, taken: TakenReport, shard: int) -> None:
+    def _count(self, desk: PolicyDesk, taken: TakenReport, shard: int) -> None:
         report, rows = taken.report, taken.rows
-        gone = self.workers.count(report, rows, shard)
+        worker = report.worker_id
+        # A report that reaches the coordinator after its worker was restarted or dropped
+        # (it waited in a shard): what the worker held back died with that process.
+        gone = self.workers.gone(worker, report.incarnation)
+        desk.books.count(report, rows, shard, gone)
+        if not gone:
+            self.workers.pushed(worker)
         self.mail.worker_times.add(report.times)
         # An earlier incarnation's normalization deltas are left out.
         if not gone and report.norm_delta is not None:
-            self.norm.take(report.worker_id, report.norm_delta)
+            self.norm.take(worker, report.norm_delta)
         if report.env_errors:
             self.env_error_count += len(report.env_errors)
             self.mail.env_errors.extend(report.env_errors)
@@ -219,6 +279,12 @@ class Coordinator(WaitingRoom):
             return
         self.counters.env_steps += report.env_steps
         episodes, trajs = report.episodes, report.trajectories
+        if report.env_episodes is not None:  # a multi-agent env: its episodes are the run's
+            self.counters.episodes += report.env_episodes
+            self.mail.episodes.extend(episodes.reports(worker, policy=desk.policy))
+            self.mail.trajectories.extend(trajs)
+            self._check_limits()
+            return
         keep = len(episodes)
         limit = self.stop_rule.max_episode
         if limit > 0:
@@ -226,25 +292,30 @@ class Coordinator(WaitingRoom):
             self.episodes_dropped += max(keep - room, 0)
             keep, trajs = min(keep, room), trajs[: room if trajs else 0]
         self.counters.episodes += keep
-        self.mail.episodes.extend(episodes.reports(report.worker_id, keep))
+        self.mail.episodes.extend(episodes.reports(worker, keep, desk.policy))
         self.mail.trajectories.extend(trajs)
         self._check_limits()
 
-    def wait_for_weights(self, worker_id: int, known_version: int, timeout_s: float) -> PushAck:
-        """Block until weights newer than ``known_version`` are out (on-policy, test mode)."""
+    def wait_for_weights(
+        self, worker_id: int, known_version: int, timeout_s: float, policy: str = DEFAULT_POLICY
+    ) -> PushAck:
+        """Block until ``policy``'s weights newer than ``known_version`` are out (on-policy,
+        test mode)."""
         with self._cond:
+            desk = self.desks[policy]
             self._wait(
                 f"worker {worker_id}",
-                "newer weights",
-                lambda: self.stop_reason is not None or self.weights.version > known_version,
+                "newer weights" if len(self.desks) == 1 else f"newer weights of {policy}",
+                lambda: self.stop_reason is not None or desk.weights.version > known_version,
                 timeout_s,
             )
-            return self._ack(known_version)
+            return self._ack(desk, known_version)
 
     def drop_worker(self, worker_id: int) -> int:
         """A worker is gone for good. Returns the env steps it held back, lost with it."""
         with self._cond:
-            lost = self.workers.drop(worker_id)
+            lost = self._lose_steps(worker_id)
+            self.workers.drop(worker_id)
             if not self.workers.active:
                 self._stop("no_workers_left", "every worker died past its restart budget")
             self._cond.notify_all()
@@ -262,48 +333,69 @@ class Coordinator(WaitingRoom):
         with self._cond:
             self.workers.admit(worker_id)
 
-    def count_lost(self, shard: int, rows: int, line: str) -> None:
-        """Rows a replay shard lost in flight (it died during their insert), for the log."""
+    def count_lost(self, shard: int, rows: int, line: str, policy: str = DEFAULT_POLICY) -> None:
+        """Rows replay shard ``shard`` of ``policy`` lost in flight (it died during their
+        insert), for the log."""
         with self._cond:
-            self.workers.lose_with_shard(shard, rows)
+            self.desks[policy].books.lose_with_shard(shard, rows)
             self.mail.events.append(line)
 
     # ----- learners -----
+    def _run_updates(self) -> int:
+        return sum(desk.updates for desk in self.desks.values())
+
     def learner_started(
-        self, rank: int, generation: int, restored: Counters, where: Placement
+        self,
+        rank: int,
+        generation: int,
+        restored: Counters,
+        where: Placement,
+        policy: str = DEFAULT_POLICY,
     ) -> LearnerStart:
-        """A learner (re)starts from ``restored``: versions continue from the newest."""
+        """A learner of ``policy`` (re)starts from ``restored``: versions continue from the
+        newest."""
         with self._cond:
+            desk = self.desks[policy]
             self.mail.placements.append(where)
             if generation > 1:
-                self.mail.events.append(f"learner {rank} is running again on {where.ip}")
-            if generation > self.learner_generation:
-                self.learner_generation = generation
-                self.counters.updates = restored.updates
-            return LearnerStart(Counters(**vars(self.counters)), self.weights.version)
+                self.mail.events.append(f"{where.role} is running again on {where.ip}")
+            if generation > desk.learner_generation:
+                desk.learner_generation = generation
+                desk.updates = restored.updates
+                self.counters.updates = self._run_updates()
+            return LearnerStart(self._counters_of(desk), desk.weights.version)
 
-    def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> bool:
-        """Make ``weights`` the newest version; a version not newer than the newest is refused.
+    def _counters_of(self, desk: PolicyDesk) -> Counters:
+        """The run's counters with ``desk``'s policy's updates: what its learners checkpoint."""
+        return Counters(self.counters.env_steps, self.counters.episodes, desk.updates)
+
+    def publish_weights(
+        self, weights: dict[str, np.ndarray], version: int, policy: str = DEFAULT_POLICY
+    ) -> bool:
+        """Make ``weights`` the newest version of ``policy``; a version not newer than the
+        newest is refused.
 
         The coordinator keeps a copy and puts it in the store itself when an ack first hands
         it out (see ``NewestWeights``).
         """
         with self._cond:
-            if not self.weights.publish(weights, version):
+            if not self.desks[policy].weights.publish(weights, version):
                 return False
             self._cond.notify_all()
             return True
 
     def report_learner(self, report: LearnerReport) -> LearnerReply:
-        """Learner progress; returns the global counters and the normalization statistics
-        (the learner checkpoints them)."""
+        """Learner progress; returns the global counters (with the policy's updates) and the
+        normalization statistics (the learner checkpoints them)."""
         with self._cond:
+            desk = self.desks[report.policy]
             if report.rank == 0:
-                self.counters.updates = report.updates
+                desk.updates = report.updates
+                self.counters.updates = self._run_updates()
             self.mail.learner_times.add(report.times)
             if report.metrics:
                 self.mail.learner.append(report)
-            return LearnerReply(Counters(**vars(self.counters)), self.norm.to_checkpoint())
+            return LearnerReply(self._counters_of(desk), self.norm.to_checkpoint())
 
     def submit_checkpoint(self, checkpoint: CheckpointRef) -> None:
         """A checkpoint's reference for the driver to fetch and write (and maybe evaluate)."""
@@ -322,7 +414,8 @@ class Coordinator(WaitingRoom):
     def _stop(self, reason: str, detail: str | None = None) -> None:
         if self.stop_reason is None:
             self.stop_reason, self.stop_detail = reason, detail
-            self.stop_calls = [actor.request_stop(reason) for actor in self.data_plane]
+            actors = [a for desk in self.desks.values() for a in desk.data_plane]
+            self.stop_calls = [actor.request_stop(reason) for actor in actors]
             self._news()
 
     def _news(self) -> None:
@@ -354,9 +447,11 @@ class Coordinator(WaitingRoom):
         """Everything reported since the last drain, plus the counters and the stop state."""
         with self._cond:
             self._settle_stop_calls()
-            return self.mail.drain(
+            reports = self.mail.drain(
                 self.counters, self.stop_reason, self.stop_detail, len(self.workers.active)
             )
+            reports.updates_by_policy = {p: desk.updates for p, desk in self.desks.items()}
+            return reports
 
     def stall_report(self) -> StallReport:
         waiting = self.waiting_roles()
@@ -370,17 +465,30 @@ class Coordinator(WaitingRoom):
 
     def stats(self) -> CoordinatorStats:
         with self._cond:
-            collected, dropped, sent = self.workers.totals()
+            policies = {p: self._policy_stats(desk) for p, desk in self.desks.items()}
+            first = next(iter(policies.values()))
             return CoordinatorStats(
-                transitions_collected=collected,
-                transitions_dropped=dropped,
-                rows_sent=sent,
-                weights_versions=self.weights.version,
-                weights_rejected=self.weights.rejected,
+                transitions_collected=first.transitions_collected,
+                transitions_dropped=first.transitions_dropped,
+                rows_sent=first.rows_sent,
+                weights_versions=first.weights_versions,
+                weights_rejected=first.weights_rejected,
                 env_errors=self.env_error_count,
                 episodes_dropped=self.episodes_dropped,
                 stop_reason=self.stop_reason,
                 stop_detail=self.stop_detail,
                 busy_s=round(self.busy_s, 3),
                 normalization=self.norm.summary(),
+                policies=policies,
             )
+
+    def _policy_stats(self, desk: PolicyDesk) -> PolicyStats:
+        collected, dropped, sent = desk.books.totals(self.workers.gone)
+        return PolicyStats(
+            transitions_collected=collected,
+            transitions_dropped=dropped,
+            rows_sent=sent,
+            weights_versions=desk.weights.version,
+            weights_rejected=desk.weights.rejected,
+            updates=desk.updates,
+        )

@@ -30,11 +30,11 @@ class ReportGaps:
             return
         start = (report.worker_id, report.incarnation)
         counted = self.counted.get(start, ReportTotals())
-        self.counted[start] = counted.add(report.env_steps, rows, report.dropped)
+        self.counted[start] = counted.add(report.collected, rows, report.dropped)
         latest, new = self.latest.get(start, ReportTotals()), report.totals
         dropped = Counter(latest.dropped) | Counter(new.dropped)  # totals only grow
         self.latest[start] = ReportTotals(
-            max(latest.env_steps, new.env_steps), max(latest.rows, new.rows), dict(dropped)
+            max(latest.transitions, new.transitions), max(latest.rows, new.rows), dict(dropped)
         )
         if shard >= 0:
             self.shard[report.worker_id] = shard
@@ -47,23 +47,23 @@ class ReportGaps:
             dropped = Counter(latest.dropped)
             dropped.subtract(counted.dropped)
             gap = ReportTotals(
-                latest.env_steps - counted.env_steps,
+                latest.transitions - counted.transitions,
                 latest.rows - counted.rows,
                 {k: v for k, v in dropped.items() if v > 0},
             )
-            if gap.env_steps or gap.rows or gap.dropped:
+            if gap.transitions or gap.rows or gap.dropped:
                 gaps.append((start, gap))
         return gaps
 
     def account(self, gone: Callable[[int, int], bool]) -> tuple[int, Counter[str], Counter[int]]:
-        """What the missing reports add: env steps collected, drops by reason (what a worker
+        """What the missing reports add: transitions collected, drops by reason (what a worker
         start that is ``gone`` held back: lost with it) and rows sent, by shard."""
         steps, dropped, rows = 0, Counter[str](), Counter[int]()
         for (worker, incarnation), gap in self.missing():
-            steps += gap.env_steps
+            steps += gap.transitions
             dropped.update(gap.dropped)
             rows[self.shard.get(worker, -1)] += gap.rows
             if gone(worker, incarnation):
-                held = gap.env_steps - gap.rows - sum(gap.dropped.values())
+                held = gap.transitions - gap.rows - sum(gap.dropped.values())
                 dropped["lost_with_worker"] += held
         return steps, dropped, rows

@@ -172,9 +172,11 @@ class FoundCheckpoint:
     notes: list[str] = field(default_factory=list)
 
 
-def find_checkpoint(task_dir: Path, step: str) -> FoundCheckpoint:
-    """The checkpoint ``load_model_step`` names; see the module docstring for the fallbacks."""
-    models = task_dir / "models"
+def find_checkpoint(task_dir: Path, step: str, policy: str | None = None) -> FoundCheckpoint:
+    """The checkpoint ``load_model_step`` names (of ``policy``: a multi-agent run's, whose
+    policies each have a folder under ``models/``); see the module docstring for the
+    fallbacks."""
+    models = task_dir / "models" if policy is None else task_dir / "models" / policy
     notes: list[str] = []
     step = str(step)
     if step.isdigit():

@@ -21,6 +21,7 @@ import numpy as np
 
 from joyrl_ray.backends.runtime import RoleEvents, Runtime
 from joyrl_ray.config import RunConfig
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.run.atomic_file import atomic_write_bytes
 from joyrl_ray.run.checkpoint import CheckpointStore
@@ -60,12 +61,22 @@ class DriveOutcome:
     placements: dict[str, Placement] = field(default_factory=dict)
     first_data_at: float | None = None  # monotonic
     stopped_at: float | None = None
-    final_checkpoint: CheckpointReport | None = None
-    best_return: float = -math.inf
+    final_checkpoints: dict[str, CheckpointReport] = field(default_factory=dict)  # by policy
+    best_returns: dict[str, float] = field(default_factory=dict)  # by policy
     evals_skipped: int = 0
     evals_failed: int = 0
     eval_env_errors: int = 0  # raised by the evaluator's envs (their episodes replaced)
     worker_restarts: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def final_checkpoint(self) -> CheckpointReport | None:
+        """A single-agent run's final checkpoint (its one policy's)."""
+        return self.final_checkpoints.get(DEFAULT_POLICY)
+
+    @property
+    def best_return(self) -> float:
+        """The best evaluation's mean return (a multi-agent run's: its first policy's)."""
+        return next(iter(self.best_returns.values()), -math.inf)
 
 
 class Driver:
@@ -76,22 +87,23 @@ class Driver:
         cfg: RunConfig,
         runtime: Runtime,
         recorder: Recorder,
-        store: CheckpointStore,
+        stores: dict[str, CheckpointStore],
         *,
         expected_roles: int,
-        best_return: float,
         announce_placement: Any,
     ) -> None:
         self.cfg = cfg
         self.runtime = runtime
         self.coordinator = runtime.coordinator
         self.recorder = recorder
-        self.store = store
+        self.stores = stores  # each policy's
         self.expected_roles = expected_roles
         self.announce_placement = announce_placement
-        self.outcome = DriveOutcome(0, None, None, best_return=best_return)
-        self.latest_state: bytes | None = None
-        self.evals = CheckpointEvaluations(cfg, runtime, recorder, store, self.outcome, self._stop)
+        self.outcome = DriveOutcome(0, None, None)
+        for policy in stores:  # a resumed run's best so far
+            self.outcome.best_returns[policy] = recorder.best_eval(policy)
+        self.latest_states: dict[str, bytes] = {}  # each policy's newest checkpoint
+        self.evals = CheckpointEvaluations(cfg, runtime, recorder, stores, self.outcome, self._stop)
         self.progress_mark = (time.monotonic(), -1, -1)
         self.placement_announced = False
         self.data_plane_placed = False
@@ -254,9 +266,15 @@ class Driver:
             return
         self._write_checkpoint(checkpoint)
 
+    @property
+    def latest_state(self) -> bytes | None:
+        """A single-agent run's newest checkpoint."""
+        return self.latest_states.get(DEFAULT_POLICY)
+
     def _write_checkpoint(self, checkpoint: CheckpointReport) -> None:
-        self.store.save_bytes(checkpoint.state, checkpoint.updates)
-        self.latest_state = checkpoint.state
+        self.stores[checkpoint.policy].save_bytes(checkpoint.state, checkpoint.updates)
+        self.latest_states[checkpoint.policy] = checkpoint.state
+        self.evals.newest(checkpoint)
         if self.cfg.general.save_buffer:
             self._save_buffer()
         if checkpoint.evaluate and self.runtime.evaluator is not None:
@@ -273,21 +291,21 @@ class Driver:
         data = io.BytesIO()
         savez: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle flag
         savez(data, **state)
-        atomic_write_bytes(data.getvalue(), self.store.dir / REPLAY_FILE)
+        atomic_write_bytes(data.getvalue(), self.stores[DEFAULT_POLICY].dir / REPLAY_FILE)
 
     # ----- the end -----
     def _take_results(self) -> None:
         results = self.runtime.results
-        final = None
-        for result in sorted(results.learners.items()):
-            learner: LearnerResult = result[1]
-            if learner.final_checkpoint is not None:
-                final = learner.final_checkpoint
-        if final is not None:
-            self.outcome.final_checkpoint = final
-            self.store.save_bytes(final.state, final.updates)
-            if self.cfg.general.save_buffer:
-                self._save_buffer()
+        finals: dict[str, CheckpointReport] = {}
+        for (policy, _), learner in sorted(results.learners.items()):
+            result: LearnerResult = learner
+            if result.final_checkpoint is not None:
+                finals[policy] = result.final_checkpoint
+        for policy, final in finals.items():
+            self.outcome.final_checkpoints[policy] = final
+            self.stores[policy].save_bytes(final.state, final.updates)
+        if finals and self.cfg.general.save_buffer:
+            self._save_buffer()
 
     # ----- the watchdog -----
     def _watch_for_stalls(self) -> None:

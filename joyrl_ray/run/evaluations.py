@@ -2,10 +2,12 @@
 order, the one it evaluates, and what each result does.
 
 A result is recorded; ``best.pt`` is written from exactly the checkpoint that got the best
-evaluation; one that reaches ``general_cfg.reward_threshold`` stops the run; skipped and
-failed evaluations are counted (the first of each also shown on the console). Apart from
-the driver loop, which only hands checkpoints in, pumps the evaluations between its turns
-and, at the end, decides how long to wait for those still queued.
+evaluation (each policy's, in a multi-agent run); one that reaches
+``general_cfg.reward_threshold`` stops the run (a multi-agent run's: the evaluation that
+``multi_agent.threshold`` names, by default its first policy's headline figure); skipped
+and failed evaluations are counted (the first of each also shown on the console). Apart
+from the driver loop, which only hands checkpoints in, pumps the evaluations between its
+turns and, at the end, decides how long to wait for those still queued.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
+
+import numpy as np
 
 from joyrl_ray.backends.runtime import Runtime
 from joyrl_ray.config import RunConfig
@@ -34,7 +38,7 @@ class EvalTally(Protocol):
     """The part of the run's outcome that evaluations keep (the driver's ``DriveOutcome``)."""
 
     stop_reason: str | None
-    best_return: float
+    best_returns: dict[str, float]  # by policy
     evals_skipped: int
     evals_failed: int
     eval_env_errors: int
@@ -52,18 +56,25 @@ class CheckpointEvaluations:
         cfg: RunConfig,
         runtime: Runtime,
         recorder: Recorder,
-        store: CheckpointStore,
+        stores: dict[str, CheckpointStore],
         tally: EvalTally,
         stop: Stop,
     ) -> None:
         self.cfg = cfg
         self.runtime = runtime
         self.recorder = recorder
-        self.store = store
+        self.stores = stores  # each policy's
         self.tally = tally
         self.stop = stop
         self.in_flight: tuple[Call[EvalResult], CheckpointReport] | None = None
-        self.queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE)
+        self.queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE * len(stores))
+        # A multi-agent run's other learning policies act with their newest weights.
+        self.newest_weights: dict[str, dict[str, np.ndarray]] = {}
+        self.threshold = threshold_of(cfg)
+
+    def newest(self, checkpoint: CheckpointReport) -> None:
+        """A checkpoint was written: its weights are its policy's newest."""
+        self.newest_weights[checkpoint.policy] = checkpoint.weights
 
     @property
     def pending(self) -> bool:
@@ -89,6 +100,8 @@ class CheckpointEvaluations:
                     checkpoint.updates,
                     checkpoint.counters.env_steps,
                     checkpoint.normalization,
+                    checkpoint.policy,
+                    dict(self.newest_weights),
                 )
                 self.in_flight = (call, checkpoint)
             call, checkpoint = self.in_flight
@@ -146,11 +159,49 @@ class CheckpointEvaluations:
             return
         self.recorder.record_eval(result)
         general = self.cfg.general
+        policy = checkpoint.policy
         mean = result.returns["return_mean"]
-        if general.save_best_model is not False and mean > self.tally.best_return:
-            self.tally.best_return = mean
+        best = self.tally.best_returns.get(policy, -np.inf)
+        if general.save_best_model is not False and mean > best:
+            self.tally.best_returns[policy] = mean
             # Exactly the evaluated checkpoint, with the evaluation it got.
-            self.store.save_best(checkpoint.state, result.returns)
+            self.stores[policy].save_best(checkpoint.state, result.returns)
         threshold = general.reward_threshold
-        if threshold is not None and mean >= threshold and self.tally.stop_reason is None:
+        reached = self.threshold.reached(result)
+        if threshold is not None and reached and self.tally.stop_reason is None:
             self.stop("reward_threshold", None, 0)
+
+
+class Threshold:
+    """Which evaluation figure ``general_cfg.reward_threshold`` is for, and whether a result
+    reaches it: the mean return of a single-agent run's evaluations; a multi-agent run's
+    ``multi_agent.threshold`` (a policy's mean return or win rate against an opponent)."""
+
+    def __init__(
+        self, value: float | None, policy: str | None, opponent: str | None, metric: str
+    ) -> None:
+        self.value, self.policy, self.opponent, self.metric = value, policy, opponent, metric
+
+    def figure(self, result: EvalResult) -> float | None:
+        """The figure ``result`` has for the threshold; None for another policy's."""
+        if self.policy is not None and result.policy != self.policy:
+            return None
+        figures = result.returns
+        if self.opponent is not None and self.opponent in result.opponents:
+            figures = result.opponents[self.opponent]
+        value = figures.get(self.metric)
+        return None if value is None else float(value)
+
+    def reached(self, result: EvalResult) -> bool:
+        figure = self.figure(result)
+        return self.value is not None and figure is not None and figure >= self.value
+
+
+def threshold_of(cfg: RunConfig) -> Threshold:
+    value = cfg.general.reward_threshold
+    agents = cfg.multi_agent
+    if agents is None:
+        return Threshold(value, None, None, "return_mean")
+    trained = [p for p, c in agents.policies.items() if c.fixed is None]
+    policy = agents.threshold_policy or (trained[0] if trained else None)
+    return Threshold(value, policy, agents.threshold_opponent, agents.threshold_metric)

@@ -42,9 +42,13 @@ import torch
 from algos import get_algorithm
 from algos.base import Algorithm, Policy
 from joyrl_ray.config import ConfigError, RunConfig
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
 from joyrl_ray.normalization import CHECKPOINT_KEY
+from joyrl_ray.policies import DEFAULT_POLICY
+from joyrl_ray.roles.acting import acting_policy
 from joyrl_ray.run.checkpoint import (
     CheckpointError,
+    FoundCheckpoint,
     checkpoint_updates,
     find_checkpoint,
     resolve_task_dir,
@@ -67,6 +71,10 @@ class Start:
     # test mode: the acting Policy it acts with; resume: the Algorithm the learner continues
     policy: Any = None
     notes: list[str] = field(default_factory=list)  # to log and print: fallbacks taken
+    # A multi-agent run's, by learning policy: the checkpoint each starts from, and (test
+    # mode) the acting policy it plays with.
+    policy_checkpoints: dict[str, FoundCheckpoint] = field(default_factory=dict)
+    acting: dict[str, Policy] = field(default_factory=dict)
 
     @property
     def resume(self) -> dict[str, Any] | None:
@@ -75,6 +83,19 @@ class Start:
     def checkpoint_bytes(self) -> bytes | None:
         """The start checkpoint as written, for the learners to load."""
         return self.checkpoint_file.read_bytes() if self.checkpoint_file is not None else None
+
+    def policy_bytes(self, policy: str) -> bytes | None:
+        """A multi-agent run's ``policy``'s start checkpoint as written."""
+        found = self.policy_checkpoints.get(policy)
+        return found.path.read_bytes() if found is not None else None
+
+    def policy_updates(self) -> dict[str, int]:
+        """A resumed multi-agent run's update count of each policy."""
+        return {p: checkpoint_updates(f.state) for p, f in self.policy_checkpoints.items()}
+
+    def acting_policies(self, plan: MultiAgentPlan | None) -> dict[str, Policy]:
+        """Test mode: what each policy acts with (a single-agent run's one policy)."""
+        return self.acting if plan is not None else {DEFAULT_POLICY: self.policy}
 
 
 def saved_buffer(start: Start) -> dict[str, Any] | None:
@@ -88,8 +109,13 @@ def saved_buffer(start: Start) -> dict[str, Any] | None:
         return {key: data[key] for key in data.files}
 
 
-def prepare(cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> Start:
-    """Check the mode's settings and load the start checkpoint; raise before anything runs."""
+def prepare(
+    cfg: RunConfig,
+    spaces: tuple[gym.Space, gym.Space] | None,
+    plan: MultiAgentPlan | None = None,
+) -> Start:
+    """Check the mode's settings and load the start checkpoint (a multi-agent run's
+    ``plan``: each learning policy's); raise before anything runs."""
     general = cfg.general
     notes: list[str] = []
     test = general.mode == "test"
@@ -110,7 +136,7 @@ def prepare(cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> Start:
                 "writing videos/video.gif instead (rgb_array)"
             )
         general = dataclasses.replace(general, max_episode=episodes, load_checkpoint=True)
-        cfg = RunConfig(general=general, algo=cfg.algo, env=env)
+        cfg = dataclasses.replace(cfg, general=general, env=env)
     elif cfg.env.render_mode is not None:
         notes.append(
             f"env_cfg.render_mode={cfg.env.render_mode} applies to test mode; training envs "
@@ -123,6 +149,9 @@ def prepare(cfg: RunConfig, spaces: tuple[gym.Space, gym.Space]) -> Start:
     step = str(general.load_model_step)
     if not test and step == "best":
         step = "last"
+    if plan is not None:
+        return _prepare_policies(cfg, plan, source, step, notes)
+    assert spaces is not None
     found = find_checkpoint(source, step)
     notes.extend(found.notes)
     state = found.state
@@ -176,6 +205,49 @@ def _load_policy(
     return loaded
 
 
+def _prepare_policies(
+    cfg: RunConfig, plan: MultiAgentPlan, source: Path, step: str, notes: list[str]
+) -> Start:
+    """A multi-agent run's resume or test: each learning policy's checkpoint, from its own
+    folder of the run's ``models/``; the run's counters are those of the newest of them."""
+    test = cfg.general.mode == "test"
+    found: dict[str, FoundCheckpoint] = {}
+    acting: dict[str, Policy] = {}
+    for policy in plan.trained:
+        if not (source / "models" / policy).is_dir():
+            raise CheckpointError(
+                f"general_cfg.load_path={source.name}: models/{policy} does not exist; the run "
+                f"there did not train a policy {policy!r} (multi_agent.policies)"
+            )
+        checkpoint = find_checkpoint(source, step, policy=policy)
+        notes.extend(checkpoint.notes)
+        found[policy] = checkpoint
+        if test:
+            player = acting_policy(plan.policies[policy])
+            try:
+                player.load_acting_state(checkpoint.state["policy"])
+            except (RuntimeError, KeyError, ValueError, TypeError) as exc:
+                detail = " ".join(str(exc).split())[:300]
+                raise CheckpointError(
+                    f"{checkpoint.path} does not fit policy {policy} ({detail}); run with the "
+                    f"training run's config: --yaml {source / 'config.yaml'}"
+                ) from None
+            acting[policy] = player
+    newest = max(found.values(), key=lambda f: (f.state.get("counters") or {}).get("env_steps", 0))
+    if not test:
+        _check_totals(cfg, newest.state, newest.path)
+    return Start(
+        cfg,
+        newest.state,
+        source,
+        newest.path,
+        None,
+        notes,
+        policy_checkpoints=found,
+        acting=acting,
+    )
+
+
 def _check_normalization(cfg: RunConfig, state: dict[str, Any], path: Path) -> None:
     """Test mode acts on observations as the checkpoint's policy learnt them."""
     saved = state.get(CHECKPOINT_KEY) or {}
@@ -216,7 +288,13 @@ def previous_history(source: Path | None, counters: dict[str, int] | None) -> di
             with path.open(newline="") as f:
                 rows = list(csv.DictReader(f))
             history[key] = [{k: _number(v) for k, v in row.items()} for row in rows]
-    history["episodes"] = history.get("episodes", [])[: int(counters.get("episodes", 0))]
+    episodes = history.get("episodes", [])
+    if episodes and "policy" in episodes[0]:  # a multi-agent run's rows are its agents'
+        steps = int(counters.get("env_steps", 0))
+        history["episodes"] = [e for e in episodes if int(e.get("env_steps", 0)) <= steps]
+        history["evals"] = [e for e in history.get("evals", []) if int(e["env_steps"]) <= steps]
+        return history
+    history["episodes"] = episodes[: int(counters.get("episodes", 0))]
     updates = int(counters.get("updates", 0))
     history["evals"] = [e for e in history.get("evals", []) if int(e.get("updates", 0)) <= updates]
     return history
@@ -236,17 +314,23 @@ def carry_over(start: Start, task: TaskDir) -> list[str]:
     if start.resume is None or start.source is None:
         return []
     copied = []
-    best = start.source / "models" / "best.pt"
-    if best.is_file():
+    folders = {"": start.resume}  # a single-agent run's models/, or each policy's folder
+    if start.policy_checkpoints:
+        folders = {f"{p}/": found.state for p, found in start.policy_checkpoints.items()}
+    for folder, resumed in folders.items():
+        best = start.source / "models" / folder / "best.pt"
+        if not best.is_file():
+            continue
         try:
             from joyrl_ray.run.checkpoint import load_checkpoint
 
             best_updates = checkpoint_updates(load_checkpoint(best))
         except CheckpointError:
             best_updates = None
-        if best_updates is not None and best_updates <= checkpoint_updates(start.resume):
-            shutil.copy2(best, task.models / "best.pt")
-            copied.append("models/best.pt")
+        if best_updates is not None and best_updates <= checkpoint_updates(resumed):
+            (task.models / folder).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(best, task.models / folder / "best.pt")
+            copied.append(f"models/{folder}best.pt")
     for events in sorted((start.source / "logs").glob("events.out.tfevents.*")):
         shutil.copy2(events, task.logs / events.name)
         copied.append(f"logs/{events.name}")

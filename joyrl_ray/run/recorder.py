@@ -64,6 +64,18 @@ EVAL_FIELDS = (
     "episodes",
     "episodes_failed",
 )
+# A multi-agent run's rows say whose they are: the agent's policy (and the agent) in
+# episodes.csv; the policy evaluated, its opponent and the game's outcomes in evals.csv.
+AGENT_EPISODE_FIELDS = (*EPISODE_FIELDS, "policy", "agent")
+AGENT_EVAL_FIELDS = (
+    "policy",
+    "opponent",
+    *EVAL_FIELDS[:7],
+    "win_rate",
+    "draw_rate",
+    "loss_rate",
+    "episodes",
+)
 
 
 def _open_csv(path: Path, fields: tuple[str, ...]) -> tuple[Any, csv.DictWriter]:
@@ -104,19 +116,23 @@ class Recorder:
         update_unit: str = "updates",
         on_eval: Callable[[dict[str, Any], Path], None] | None = None,
         tracking: RunTracking | None = None,
+        policies: list[str] | None = None,
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.task = task
+        self.policies = policies  # a multi-agent run's learning policies
         self.on_eval = on_eval  # sees each evaluation's row once written, and the task root
         self.tracking = tracking  # gets each progress and evaluation row once written
         self.started_at = started_at
         self.logger = make_logger(task)
         self.tb = SummaryWriter(log_dir=str(task.logs))
+        agents = policies is not None
         self.episode_file, self.episode_csv = _open_csv(
-            task.results / "episodes.csv", EPISODE_FIELDS
+            task.results / "episodes.csv", AGENT_EPISODE_FIELDS if agents else EPISODE_FIELDS
         )
-        self.eval_file, self.eval_csv = _open_csv(task.results / "evals.csv", EVAL_FIELDS)
+        self.eval_fields = AGENT_EVAL_FIELDS if agents else EVAL_FIELDS
+        self.eval_file, self.eval_csv = _open_csv(task.results / "evals.csv", self.eval_fields)
         self.progress_file, self.progress_csv = _open_csv(
             task.results / "progress.csv", PROGRESS_FIELDS
         )
@@ -131,6 +147,10 @@ class Recorder:
         self.recent_returns: deque[float] = deque(
             (r["return"] for r in self.episode_rows[-20:]), maxlen=20
         )
+        # A multi-agent run's, by policy: its agents' recent returns.
+        self.recent_by_policy: dict[str, deque[float]] = {
+            p: deque(maxlen=20) for p in policies or []
+        }
         self.n_workers, self.n_learners = n_workers, n_learners
         self.update_unit = update_unit  # the progress line's name for an update
         self.env_errors = 0
@@ -170,6 +190,10 @@ class Recorder:
         else:
             tqdm.write(message)
 
+    def _tag(self, group: str, policy: str) -> str:
+        """A tensorboard tag's group: a multi-agent run's has its policy's name in it."""
+        return group if self.policies is None else f"{group}/{policy}"
+
     def ingest(self, reports: Reports) -> None:
         """Record one drain of the DataServer's reports."""
         for ep in reports.episodes:
@@ -182,17 +206,22 @@ class Recorder:
                 "wall_time_s": round(self.elapsed(), 3),
                 "weights_version": ep.weights_version,
             }
+            if self.policies is not None:
+                row.update(policy=ep.policy, agent=ep.agent)
+                self.recent_by_policy.setdefault(ep.policy, deque(maxlen=20)).append(ep.ret)
             self.episode_rows.append(row)
             self.episode_csv.writerow(row)
             self.episodes_this_run += 1
             self.recent_returns.append(ep.ret)
-            self.tb.add_scalar("episode/return", ep.ret, ep.env_steps)
-            self.tb.add_scalar("episode/length", ep.length, ep.env_steps)
+            tag = self._tag("episode", ep.policy)
+            self.tb.add_scalar(f"{tag}/return", ep.ret, ep.env_steps)
+            self.tb.add_scalar(f"{tag}/length", ep.length, ep.env_steps)
             for key, value in ep.explore.items():  # the policy's exploration_stats (epsilon, ...)
-                self.tb.add_scalar(f"explore/{key}", value, ep.env_steps)
+                self.tb.add_scalar(f"{self._tag('explore', ep.policy)}/{key}", value, ep.env_steps)
         for report in reports.learner:
+            tag = self._tag("learner", report.policy)
             for key, value in report.metrics.items():
-                self.tb.add_scalar(f"learner/{key}", value, report.updates)
+                self.tb.add_scalar(f"{tag}/{key}", value, report.updates)
         for text in reports.env_errors:
             self.env_errors += 1
             if self.env_errors == 1:
@@ -205,7 +234,17 @@ class Recorder:
         self.episode_file.flush()
         self.progress_file.flush()
 
+    def best_eval(self, policy: str) -> float:
+        """The best mean return of ``policy``'s evaluations so far (its headline ones)."""
+        rows = [e for e in self.eval_history if e.get("policy", policy) == policy]
+        first = rows[0].get("opponent") if rows else None
+        headline = [e for e in rows if e.get("opponent") == first]
+        return max((float(e["return_mean"]) for e in headline), default=-np.inf)
+
     def record_eval(self, result: EvalResult) -> None:
+        if self.policies is not None:
+            self._record_game_eval(result)
+            return
         row = {
             "env_steps": result.env_steps,
             "updates": result.updates,
@@ -233,6 +272,42 @@ class Recorder:
         )
         if self.on_eval is not None:
             self.on_eval(dict(self.eval_history[-1]), self.task.root)
+
+    def _record_game_eval(self, result: EvalResult) -> None:
+        """A multi-agent run's evaluation: a row per opponent (its headline first)."""
+        policy = result.policy
+        for opponent, figures in result.opponents.items():
+            row = {
+                "policy": policy,
+                "opponent": opponent,
+                "env_steps": result.env_steps,
+                "updates": result.updates,
+                "wall_time_s": round(self.elapsed(), 3),
+                **{k: v for k, v in figures.items() if k in self.eval_fields},
+            }
+            self.eval_history.append(row)
+            self.eval_csv.writerow(row)
+            if self.tracking is not None:
+                self.tracking.log_metrics("eval", row)
+            for key in ("return_mean", "win_rate", "draw_rate", "loss_rate"):
+                if key in row:
+                    self.tb.add_scalar(
+                        f"eval/{policy}/{opponent}/{key}", row[key], result.env_steps
+                    )
+            outcome = ""
+            if "win_rate" in figures:
+                outcome = (
+                    f", won {figures['win_rate']:.0%} drew {figures['draw_rate']:.0%} "
+                    f"lost {figures['loss_rate']:.0%}"
+                )
+            self.log(
+                f"eval of {policy} against {opponent} at {result.env_steps} env steps / "
+                f"{result.updates} updates: return {figures.get('return_mean', float('nan')):.2f}"
+                f"{outcome}"
+            )
+        self.eval_file.flush()
+        if self.on_eval is not None:
+            self.on_eval(dict(self.eval_history[-len(result.opponents)]), self.task.root)
 
     def verdict(self) -> str:
         """What limits the run over the last stretch (for the progress line)."""
@@ -273,10 +348,16 @@ class Recorder:
         recent = float(np.mean(self.recent_returns)) if self.recent_returns else float("nan")
         last_eval = self.eval_history[-1]["return_mean"] if self.eval_history else float("nan")
         limit = self.verdict()
+        returns = {"ret": f"{recent:.1f}"}
+        if self.policies is not None:  # each policy's agents' recent return
+            returns = {
+                f"ret[{p}]": f"{np.mean(r) if r else float('nan'):.2f}"
+                for p, r in self.recent_by_policy.items()
+            }
         self.bar.set_postfix(
             {
                 "ep": counters["episodes"],
-                "ret": f"{recent:.1f}",
+                **returns,
                 "eval": f"{last_eval:.1f}",
                 "sps": f"{self.rates['env_steps_per_s']:.0f}",
                 f"{self.update_unit}/s": f"{self.rates['updates_per_s']:.0f}",

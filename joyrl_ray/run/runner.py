@@ -9,7 +9,6 @@ are printed before Ray is torn down.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +19,8 @@ from typing import Any
 import yaml
 
 from algos import get_algorithm
-from envs.probe import probe_env
+from envs.multi_agent import AgentSpaces
+from envs.probe import probe_spaces
 from joyrl_ray.backends.local import LocalRuntime
 from joyrl_ray.backends.lockstep import LockstepRuntime
 from joyrl_ray.backends.placement import (
@@ -36,15 +36,25 @@ from joyrl_ray.backends.placement import (
 from joyrl_ray.backends.planes import PlaneSetup
 from joyrl_ray.backends.ray_cluster import ClusterError, RaySession, job_notes, start_session
 from joyrl_ray.backends.ray_runtime import RayRuntime
-from joyrl_ray.backends.runtime import LearnerSetup, RoleConfigs, RoleResults, Runtime
+from joyrl_ray.backends.runtime import (
+    LearnerSetup,
+    LearnerSetups,
+    RoleConfigs,
+    RoleResults,
+    Runtime,
+)
 from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.control.coordinator import StopRule
 from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow
+from joyrl_ray.flows.joined import JoinedPlanes, join_stats
 from joyrl_ray.flows.registry import flow_for
 from joyrl_ray.heap import freeze_startup_heap, thaw_heap
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
 from joyrl_ray.normalization import CHECKPOINT_KEY, NormSettings, unnormalizable
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.run import modes, signals
+from joyrl_ray.run.agents import prepare_agents, refuse_section
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
@@ -107,6 +117,26 @@ def _needs(cfg: RunConfig) -> DataNeeds | None:
     return get_algorithm(general.algo_name).policy_cls.data_needs(cfg.algo)
 
 
+def _policy_needs(cfg: RunConfig, plan: MultiAgentPlan) -> dict[str, DataNeeds | None]:
+    """What each learning policy of a multi-agent run asks of the data path (test mode:
+    nothing, each policy only reports)."""
+    needs: dict[str, DataNeeds | None] = {}
+    for policy in plan.trained:
+        if cfg.general.mode != "train":
+            needs[policy] = None
+            continue
+        algo_name, algo = plan.policies[policy].algo_name, plan.policies[policy].algo
+        needs[policy] = get_algorithm(str(algo_name)).policy_cls.data_needs(algo)
+    return needs
+
+
+def _flow(cfg: RunConfig, plan: MultiAgentPlan | None) -> DataFlow:
+    """How data moves in this run (a multi-agent run's: its first learning policy's)."""
+    if plan is None:
+        return flow_for(_needs(cfg))
+    return flow_for(next(iter(_policy_needs(cfg, plan).values())))
+
+
 def run(
     cfg: RunConfig,
     *,
@@ -127,11 +157,18 @@ def run(
     if session is None:
         session = start_session(general)
     try:
-        spaces = probe_env(cfg.env, max_episode_steps=general.max_step)
-        _check_spaces(cfg, spaces)
-        start = modes.prepare(cfg, spaces)
+        probed = probe_spaces(cfg.env, max_episode_steps=general.max_step)
+        plan: MultiAgentPlan | None = None
+        spaces: Any = None
+        if isinstance(probed, AgentSpaces):
+            plan = prepare_agents(cfg, probed)
+        else:
+            refuse_section(cfg)
+            spaces = probed
+            _check_spaces(cfg, spaces)
+        start = modes.prepare(cfg, spaces, plan)
         cfg = start.cfg
-        flow = flow_for(_needs(cfg))  # how data moves in this run, decided once
+        flow = _flow(cfg, plan)  # how data moves in this run, decided once
         if start.resume and cfg.general.save_buffer:  # the kept data must fit this run's
             flow.check_resume(cfg.general, modes.saved_buffer(start), str(start.source))
         if session is not None:
@@ -146,7 +183,9 @@ def run(
             signals.reinstall()  # ray.init set a SIGTERM handler that aborts the process
             nodes = alive_nodes()
             _check_device(cfg, nodes)
-            requests = make_requests(cfg.general, nodes, cfg.general.mode == "train")
+            policies = len(plan.trained) if plan is not None else 1
+            train = cfg.general.mode == "train"
+            requests = make_requests(cfg.general, nodes, train, policies=policies)
             try:
                 check_fits(requests, nodes)
             except ClusterFitError as exc:
@@ -164,6 +203,7 @@ def run(
                 task,
                 start,
                 spaces,
+                plan,
                 requests,
                 started_at,
                 announce,
@@ -183,9 +223,14 @@ def run(
 
 
 def plane_setup(
-    cfg: RunConfig, needs: DataNeeds | None, counters: Counters | None, buffer: Any
+    cfg: RunConfig,
+    needs: DataNeeds | None,
+    counters: Counters | None,
+    buffer: Any,
+    plan: MultiAgentPlan | None = None,
 ) -> PlaneSetup:
-    """What the coordinator and the data plane start from (``buffer``: a saved replay)."""
+    """What the coordinator and the data plane start from (``buffer``: a saved replay; a
+    multi-agent run's ``plan``: a data plane for each of its learning policies)."""
     general = cfg.general
     train = general.mode == "train"
     return PlaneSetup(
@@ -204,6 +249,7 @@ def plane_setup(
         seed=general.seed or None,
         saved_replay=buffer,
         normalization=NormSettings.of(cfg.env),
+        policies=_policy_needs(cfg, plan) if plan is not None else None,
     )
 
 
@@ -213,6 +259,7 @@ def _run_in(
     task: TaskDir,
     start: modes.Start,
     spaces: Any,
+    plan: MultiAgentPlan | None,
     requests: Any,
     started_at: float,
     announce: Callable[[RunResult], None] | None,
@@ -240,6 +287,7 @@ def _run_in(
         update_unit=flow.update_unit,
         on_eval=on_eval,
         tracking=tracking,
+        policies=plan.trained if plan is not None else None,
     )
     try:
         recorder.log(
@@ -252,10 +300,10 @@ def _run_in(
             )
         for note in start.notes:
             recorder.log(f"warning: {note}")
-        store = CheckpointStore(task.models, keep=general.keep_checkpoints)
+        stores = checkpoint_stores(task, general.keep_checkpoints, plan)
         buffer = modes.saved_buffer(start) if resume and general.save_buffer else None
         outcome, results, plane_stats, nodes_line = _drive(
-            cfg, recorder, store, start, spaces, requests, counters, buffer, session
+            cfg, recorder, stores, start, spaces, plan, requests, counters, buffer, session
         )
         render: dict[str, Any] = {}
         if not train and cfg.env.render_mode is not None and outcome.exit_code == EXIT_OK:
@@ -306,12 +354,43 @@ def _run_in(
     return result
 
 
+def checkpoint_stores(
+    task: TaskDir, keep: int, plan: MultiAgentPlan | None
+) -> dict[str, CheckpointStore]:
+    """Where each policy's checkpoints go: ``models/`` (a single-agent run's one policy), or
+    ``models/<policy>/`` for each learning policy of a multi-agent run."""
+    if plan is None:
+        return {DEFAULT_POLICY: CheckpointStore(task.models, keep=keep)}
+    return {p: CheckpointStore(task.models / p, keep=keep) for p in plan.trained}
+
+
+def _learner_setups(
+    start: modes.Start, spaces: Any, plan: MultiAgentPlan | None, driver: Any
+) -> LearnerSetups:
+    """What each learning policy's learners start from (a resume: its checkpoint) and
+    restart from (the driver's newest checkpoint of that policy)."""
+
+    def latest(policy: str) -> Callable[[], bytes | None]:
+        return lambda: driver[0].latest_states.get(policy) if driver else None
+
+    if plan is None:
+        state = start.checkpoint_bytes() if start.resume else None
+        return {DEFAULT_POLICY: LearnerSetup(spaces, state, latest(DEFAULT_POLICY))}
+    setups: LearnerSetups = {}
+    for policy in plan.trained:
+        state = start.policy_bytes(policy) if start.resume else None
+        both = (plan.policies[policy].obs_space, plan.policies[policy].action_space)
+        setups[policy] = LearnerSetup(both, state, latest(policy))
+    return setups
+
+
 def _drive(
     cfg: RunConfig,
     recorder: Recorder,
-    store: CheckpointStore,
+    stores: dict[str, CheckpointStore],
     start: modes.Start,
     spaces: Any,
+    plan: MultiAgentPlan | None,
     requests: Any,
     counters: Counters | None,
     buffer: Any,
@@ -319,31 +398,31 @@ def _drive(
 ) -> tuple[DriveOutcome, RoleResults, Any, str]:
     general = cfg.general
     train = general.mode == "train"
-    driver: Driver | None = None
-    setup = None
-    if train:
-        state = start.checkpoint_bytes() if start.resume else None
-        setup = LearnerSetup(spaces, state, lambda: driver.latest_state if driver else None)
-    planes = plane_setup(cfg, _needs(cfg), counters, buffer)
+    driver: list[Driver] = []  # the driver, once made: learners restart from its checkpoints
+    setups = _learner_setups(start, spaces, plan, driver) if train else {}
+    planes = plane_setup(cfg, _needs(cfg) if plan is None else None, counters, buffer, plan)
     if start.checkpoint is not None:  # resume and test mode: the checkpoint's statistics
         planes.start_normalization = start.checkpoint.get(CHECKPOINT_KEY)
-    roles = RoleConfigs.of(cfg)  # each role's own slice, built once
+    if plan is not None and start.resume:
+        planes.start_updates = start.policy_updates()
+    roles = RoleConfigs.of(cfg, plan)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime
     if session is None:
-        runtime = LocalRuntime(general, roles, planes, setup, spaces)
+        runtime = LocalRuntime(general, roles, planes, setups, spaces)
     else:
         nodes_line = describe(alive_nodes())
         backend = LockstepRuntime if general.lockstep else RayRuntime
-        runtime = backend(general, roles, planes, setup, spaces, requests)
+        runtime = backend(general, roles, planes, setups, spaces, requests)
     freeze_startup_heap()  # the driver's own libraries and roles are all loaded by now
     try:
         if not train:  # workers act with the checkpoint's weights
-            runtime.coordinator.publish_weights(start.policy.get_weights(), 1).result(60)
-        best = max((e["return_mean"] for e in recorder.eval_history), default=-math.inf)
+            for policy, acting in start.acting_policies(plan).items():
+                coordinator = runtime.coordinator.for_policy(policy)
+                coordinator.publish_weights(acting.get_weights(), 1).result(60)
         # The coordinator, the data plane, the workers and the learners.
         n_roles = 1 + len(runtime.data.clients) + general.n_workers
-        n_roles += general.n_learners if train else 0
+        n_roles += general.n_learners * len(setups)
 
         def announce_placement(placements: dict[str, Placement]) -> None:
             line = placement_line(nodes_line, placements)
@@ -351,17 +430,18 @@ def _drive(
             if general.progress:
                 recorder.note(line)
 
-        driver = Driver(
-            cfg,
-            runtime,
-            recorder,
-            store,
-            expected_roles=n_roles,
-            best_return=best,
-            announce_placement=announce_placement,
+        driver.append(
+            Driver(
+                cfg,
+                runtime,
+                recorder,
+                stores,
+                expected_roles=n_roles,
+                announce_placement=announce_placement,
+            )
         )
-        outcome = driver.drive()
-        return outcome, runtime.results, _plane_stats(driver, runtime, recorder), nodes_line
+        outcome = driver[0].drive()
+        return outcome, runtime.results, _plane_stats(driver[0], runtime, recorder), nodes_line
     finally:
         runtime.shutdown()
 
@@ -375,9 +455,14 @@ def _plane_stats(driver: Driver, runtime: Runtime, recorder: Recorder) -> PlaneS
     except RoleError as exc:  # it died after the run's end: the run's results stand
         recorder.log(f"the coordinator died at the end of the run: {exc}")
         return None
+    by_policy = None
     try:
-        data = runtime.data.stats()
+        if isinstance(runtime.data, JoinedPlanes):
+            by_policy = runtime.data.stats_by_policy()
+            data = join_stats(list(by_policy.values()))
+        else:
+            data = runtime.data.stats()
     except RoleError as exc:
         recorder.log(f"the data plane's stats are missing: {exc}")
         data = None
-    return PlaneStats(coordinator, data)
+    return PlaneStats(coordinator, data, by_policy)

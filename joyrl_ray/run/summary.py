@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from joyrl_ray.backends.runtime import RoleResults
 from joyrl_ray.config import RunConfig
 from joyrl_ray.control.coordinator import CoordinatorStats
@@ -22,6 +24,7 @@ from joyrl_ray.run import modes
 from joyrl_ray.run.bottleneck import describe as describe_bottleneck
 from joyrl_ray.run.bottleneck import judge
 from joyrl_ray.run.driver import DriveOutcome
+from joyrl_ray.run.evaluations import threshold_of
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.wire.messages import Placement
 
@@ -38,10 +41,12 @@ RESUMABLE_STOPS = (
 
 @dataclass
 class PlaneStats:
-    """The coordinator's and the data plane's closing figures."""
+    """The coordinator's and the data plane's closing figures (a multi-agent run's data
+    planes' each, by policy)."""
 
     coordinator: CoordinatorStats
     data: DataPlaneStats | None
+    data_by_policy: dict[str, DataPlaneStats] | None = None
 
 
 def build_summary(
@@ -126,7 +131,10 @@ def build_summary(
     if learners:
         summary["device"] = learners[0].device
         summary["learner_seconds"] = learner_seconds(learners)
-    if coordinator is not None:
+    if coordinator is not None and cfg.multi_agent is not None:
+        summary["policies"] = policy_summaries(recorder, planes, results)
+        summary["episodes_dropped"] = coordinator.episodes_dropped
+    elif coordinator is not None:
         dropped = Counter(coordinator.transitions_dropped)
         if data is not None:
             dropped.update(data.transitions_dropped)
@@ -143,25 +151,83 @@ def build_summary(
         )
         if coordinator.normalization is not None:
             summary["normalization"] = coordinator.normalization
-    if not train:
+    if not train and cfg.multi_agent is None:
         summary.update(
             summarize_returns([e["return"] for e in episodes], [e["length"] for e in episodes])
         )
         summary["episode_lengths"] = [e["length"] for e in episodes]
     if recorder.trajs is not None:
         summary["trajectories"] = recorder.trajs.total
-    threshold = general.reward_threshold
-    summary["solved"] = bool(
-        threshold is not None
-        and recorder.eval_history
-        and max(e["return_mean"] for e in recorder.eval_history) >= threshold
-    )
+    summary["solved"] = outcome.stop_reason == "reward_threshold" or solved(cfg, recorder)
     if train and summary["stop_reason"] in RESUMABLE_STOPS:
         summary["resume_command"] = resume_command(recorder.task.root)
     return summary
 
 
-def held_by_lost_shards(coordinator: CoordinatorStats, data: DataPlaneStats) -> int:
+def solved(cfg: RunConfig, recorder: Recorder) -> bool:
+    """Whether an evaluation reached ``reward_threshold`` (the figure it is for)."""
+    threshold = threshold_of(cfg)
+    if threshold.value is None:
+        return False
+    for row in recorder.eval_history:
+        if threshold.policy is not None and row.get("policy") != threshold.policy:
+            continue
+        if threshold.opponent is not None and row.get("opponent") != threshold.opponent:
+            continue
+        value = row.get(threshold.metric)
+        if value is not None and float(value) >= threshold.value:
+            return True
+    return False
+
+
+def policy_summaries(
+    recorder: Recorder, planes: PlaneStats | None, results: RoleResults
+) -> dict[str, dict[str, Any]]:
+    """A multi-agent run's figures per learning policy: its transitions (the accounting
+    identity holds per policy), updates, weights versions, its agents' episodes and its
+    evaluations' best headline return."""
+    out: dict[str, dict[str, Any]] = {}
+    if planes is None or planes.coordinator.policies is None:
+        return out
+    data = planes.data_by_policy or {}
+    for policy, figures in planes.coordinator.policies.items():
+        plane = data.get(policy)
+        dropped = Counter(figures.transitions_dropped)
+        if plane is not None:
+            dropped.update(plane.transitions_dropped)
+            shards = PolicyShards(figures.rows_sent)
+            dropped["lost_with_shard"] += held_by_lost_shards(shards, plane)
+        returns = [e["return"] for e in recorder.episode_rows if e.get("policy") == policy]
+        learners = [r.stats for (p, _), r in sorted(results.learners.items()) if p == policy]
+        out[policy] = {
+            "transitions_collected": figures.transitions_collected,
+            "transitions_stored": plane.transitions_stored if plane else 0,
+            "transitions_dropped": {k: v for k, v in dropped.items() if v},
+            "updates": figures.updates,
+            "weights_versions": figures.weights_versions,
+            "weights_rejected": figures.weights_rejected,
+            "agent_episodes": len(returns),
+            "return_mean_last_100": float(np.mean(returns[-100:])) if returns else None,
+            "best_eval_return": _finite(recorder.best_eval(policy)),
+            "params_digest": learners[0].params_digest if learners else None,
+            "replay_shards": plane.shards if plane else [],
+        }
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
+
+
+@dataclass
+class PolicyShards:
+    """The rows a policy's workers sent its replay shards (what ``held_by_lost_shards``
+    reads)."""
+
+    rows_sent: dict[int, int]
+
+
+def held_by_lost_shards(coordinator: Any, data: DataPlaneStats) -> int:
     """Rows replay shards held when they died: what their workers sent them, less what the
     restarted shards hold and dropped themselves."""
     lost = 0

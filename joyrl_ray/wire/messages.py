@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from joyrl_ray.normalization import NormDelta, SharedNorm
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.wire.where import group_here
 
 #: One finished episode: a dict of numpy arrays, one row per step (``obs``, ``actions``,
@@ -61,6 +62,8 @@ class EpisodeReport:
     env_steps: int  # global env steps when it ended
     weights_version: int
     explore: dict[str, float] = field(default_factory=dict)  # e.g. epsilon
+    policy: str = DEFAULT_POLICY  # the policy that acted in it
+    agent: str | None = None  # a multi-agent env's agent whose episode it was
 
 
 @dataclass
@@ -77,6 +80,7 @@ class EpisodeColumns:
     env_steps: np.ndarray  # int64: global env steps when each ended
     weights_versions: np.ndarray  # int64
     explore: dict[str, np.ndarray] = field(default_factory=dict)  # e.g. epsilon
+    agents: np.ndarray | None = None  # a multi-agent env's agent of each (str)
 
     @classmethod
     def empty(cls) -> EpisodeColumns:
@@ -98,10 +102,13 @@ class EpisodeColumns:
             np.concatenate([self.env_steps, other.env_steps]),
             np.concatenate([self.weights_versions, other.weights_versions]),
             {k: np.concatenate([v, other.explore[k]]) for k, v in self.explore.items()},
+            None if self.agents is None else np.concatenate([self.agents, other.agents]),
         )
 
-    def reports(self, worker_id: int, limit: int | None = None) -> list[EpisodeReport]:
-        """The first ``limit`` episodes (all by default) as reports."""
+    def reports(
+        self, worker_id: int, limit: int | None = None, policy: str = DEFAULT_POLICY
+    ) -> list[EpisodeReport]:
+        """The first ``limit`` episodes (all by default) as reports, ``policy``'s."""
         n = len(self) if limit is None else min(limit, len(self))
         stats = [values[:n].tolist() for values in self.explore.values()]
         if stats:
@@ -109,14 +116,16 @@ class EpisodeColumns:
             explore = [dict(zip(self.explore, row, strict=True)) for row in rows]
         else:
             explore = [{} for _ in range(n)]
+        agents = [None] * n if self.agents is None else self.agents[:n].tolist()
         return [
-            EpisodeReport(ret, length, worker_id, steps, version, stats)
-            for ret, length, steps, version, stats in zip(
+            EpisodeReport(ret, length, worker_id, steps, version, stats, policy, agent)
+            for ret, length, steps, version, stats, agent in zip(
                 self.returns[:n].tolist(),
                 self.lengths[:n].tolist(),
                 self.env_steps[:n].tolist(),
                 self.weights_versions[:n].tolist(),
                 explore,
+                agents,
                 strict=True,
             )
         ]
@@ -154,23 +163,30 @@ class LearnerTimes:
 
 @dataclass
 class ReportTotals:
-    """What a worker's reports since its (re)start sum to, this one included: the
-    coordinator counts from them what a report lost with a replay shard held."""
+    """What a worker's reports (for one policy) since its (re)start sum to, this one
+    included: the coordinator counts from them what a report lost with a replay shard held."""
 
-    env_steps: int = 0
+    transitions: int = 0  # collected (a single-agent run: its env steps)
     rows: int = 0  # rows it sent to the data plane
     dropped: dict[str, int] = field(default_factory=dict)
 
-    def add(self, env_steps: int, rows: int, dropped: dict[str, int]) -> ReportTotals:
+    def add(self, transitions: int, rows: int, dropped: dict[str, int]) -> ReportTotals:
         total = dict(self.dropped)
         for reason, n in dropped.items():
             total[reason] = total.get(reason, 0) + n
-        return ReportTotals(self.env_steps + env_steps, self.rows + rows, total)
+        return ReportTotals(self.transitions + transitions, self.rows + rows, total)
 
 
 @dataclass
 class WorkerReport:
-    """What a worker reports with each push, counted since its previous push."""
+    """What a worker reports with each push (for the policy whose rows it pushes), counted
+    since its previous push.
+
+    In a single-agent run every env step is one transition. In a multi-agent run a report
+    counts its policy's transitions (its agents' steps) in ``transitions``, and the env
+    steps and finished episodes of the env in ``env_steps`` and ``env_episodes``, which the
+    worker puts in whichever of its reports goes first after they happen (0 in the others).
+    """
 
     worker_id: int
     env_steps: int  # env steps taken (every env of its vector)
@@ -183,6 +199,13 @@ class WorkerReport:
     incarnation: int = 0  # which start of the worker's process sent it (restarts count up)
     totals: ReportTotals | None = None
     norm_delta: NormDelta | None = None  # normalization statistics seen since the last report
+    transitions: int | None = None  # a multi-agent run's: its policy's; None: env_steps
+    env_episodes: int | None = None  # a multi-agent run's: the env's; None: len(episodes)
+
+    @property
+    def collected(self) -> int:
+        """The transitions this report counts for its policy's books."""
+        return self.env_steps if self.transitions is None else self.transitions
 
 
 class TakenReport(NamedTuple):
@@ -239,6 +262,7 @@ class WorkerStart:
     incarnation: int = 0  # 0 for a new worker, n after Ray's n-th restart of it
     normalization: SharedNorm | None = None
     stream_steps: int = 0  # the env steps its random streams (policy, torch, envs) start from
+    weights_by_policy: dict[str, Weights | None] = field(default_factory=dict)  # every policy's
 
 
 @dataclass
@@ -283,6 +307,7 @@ class LearnerReport:
     updates: int
     metrics: dict[str, float]
     times: LearnerTimes
+    policy: str = DEFAULT_POLICY
 
 
 @dataclass
@@ -295,6 +320,7 @@ class CheckpointReport:
     weights: dict[str, np.ndarray]  # the acting weights, for evaluation
     evaluate: bool
     normalization: dict[str, Any] | None = None  # the statistics the weights act with
+    policy: str = DEFAULT_POLICY
 
 
 @dataclass
@@ -304,6 +330,7 @@ class CheckpointRef:
     updates: int
     box: list[Any]  # holds a :class:`CheckpointReport`
     evaluate: bool
+    policy: str = DEFAULT_POLICY
 
 
 @dataclass
@@ -333,6 +360,7 @@ class Reports:
     worker_times: WorkerTimes  # cumulative, all workers
     learner_times: LearnerTimes  # cumulative, all learners
     workers: int = 0  # workers in the run now (shed and dropped ones out, new ones in)
+    updates_by_policy: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from joyrl_ray.data.replay_shard import DataServer
 from joyrl_ray.data.rollout_queue import RolloutQueue
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.flows.rollouts import RolloutSender
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.worker.sender import Payload
 from joyrl_ray.wire.handles import LocalHandle
 from joyrl_ray.wire.messages import Placement, ReportTotals, TakenReport, WorkerReport
@@ -31,10 +32,10 @@ class CountingCoordinator(Coordinator):
 
     forwards = 0
 
-    def take_reports(self, shard, reports, known_version):
+    def take_reports(self, shard, reports, known_version, policy=DEFAULT_POLICY):
         if reports:
             self.forwards += 1
-        return super().take_reports(shard, reports, known_version)
+        return super().take_reports(shard, reports, known_version, policy)
 
 
 def rows(n: int) -> dict[str, np.ndarray]:
@@ -59,7 +60,9 @@ def planes(max_env_steps: int = -1) -> tuple[CountingCoordinator, DataServer]:
         coordinator=CoordinatorClient(LocalHandle(coordinator, "Coordinator")),
         forward_every_s=INTERVAL_S,
     )
-    coordinator.data_plane.append(DataServerClient(LocalHandle(shard, "DataServer")))
+    coordinator.desks[DEFAULT_POLICY].data_plane.append(
+        DataServerClient(LocalHandle(shard, "DataServer"))
+    )
     return coordinator, shard
 
 
@@ -102,7 +105,7 @@ def test_chunks_the_shard_stored_before_it_heard_of_the_stop_count_as_env_steps(
     heard of the stop (on Ray it hears a moment after the coordinator), so it is learned
     from and its env steps count: the run's env steps equal the rows stored."""
     coordinator, shard = planes(max_env_steps=ROWS)
-    coordinator.data_plane.clear()  # the shard is not told of the stop yet
+    coordinator.desks[DEFAULT_POLICY].data_plane.clear()  # the shard is not told of the stop yet
     shard.insert(0, rows(ROWS), None, WorkerReport(0, ROWS), 0)
     shard.insert(1, rows(ROWS), None, WorkerReport(1, ROWS), 0)
     assert shard.flush_reports(10.0)

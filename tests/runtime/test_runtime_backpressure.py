@@ -93,15 +93,15 @@ def test_slow_data_server_bounds_pushes_in_flight(ray_session, tmp_path):
         # an ack and fetches it once.
         client.publish_weights(worker.policy.get_weights(), 1).result(30)
         worker.start()
-        worker.in_flight = PeakDeque()
+        worker.channel.in_flight = PeakDeque()
         t0 = time.monotonic()
         for _ in range(CHUNKS):
             assert worker.step(1.0)
-            assert len(worker.in_flight) < MAX_IN_FLIGHT  # at most max - 1 between chunks
+            assert len(worker.channel.in_flight) < MAX_IN_FLIGHT  # at most max - 1 between chunks
         elapsed = time.monotonic() - t0
-        worker._wait_for_acks(0)
+        worker.channel.wait_for_acks(0)
 
-        assert worker.in_flight.peak == MAX_IN_FLIGHT  # the bound was reached, never passed
+        assert worker.channel.in_flight.peak == MAX_IN_FLIGHT  # the bound was reached, never passed
         # Stepping 8 x 2 CartPole envs takes ~1 ms: without backpressure the 20 chunks would
         # be sent in well under a second; with it the worker waits for its shard.
         assert elapsed >= (CHUNKS - MAX_IN_FLIGHT) * DELAY_S

@@ -7,6 +7,7 @@ from typing import Any
 
 from envs import EnvConfig
 from joyrl_ray.config import RunConfig
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
 
 
 @dataclass(frozen=True)
@@ -20,9 +21,10 @@ class EvaluatorConfig:
     episodes: int  # per evaluation (general_cfg.online_eval_episode)
     max_step: int  # per episode
     env_error_rate: float  # injected (general_cfg.fault_injection.eval_env_error_rate)
+    multi_agent: MultiAgentPlan | None = None  # a multi-agent run's policies and agents
 
     @classmethod
-    def of(cls, cfg: RunConfig) -> EvaluatorConfig:
+    def of(cls, cfg: RunConfig, plan: MultiAgentPlan | None = None) -> EvaluatorConfig:
         general = cfg.general
         return cls(
             algo_name=general.algo_name,
@@ -32,4 +34,5 @@ class EvaluatorConfig:
             episodes=general.online_eval_episode,
             max_step=general.max_step,
             env_error_rate=general.fault_injection.eval_env_error_rate,
+            multi_agent=plan,
         )

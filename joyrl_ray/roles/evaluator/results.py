@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.wire.handles import first_line
 
 
@@ -78,6 +79,8 @@ class EvalResult:
     env_errors: int = 0
     last_env_error: str = ""
     error: str | None = None  # why it failed (then it is no evaluation of the checkpoint)
+    policy: str = DEFAULT_POLICY  # the policy evaluated
+    opponents: dict[str, dict[str, Any]] = field(default_factory=dict)  # a game's, by opponent
 
     @classmethod
     def of(cls, updates: int, env_steps: int, episodes: EvalEpisodes) -> EvalResult:

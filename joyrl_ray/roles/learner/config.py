@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from joyrl_ray.config import RunConfig
+from joyrl_ray.multi_agent_plan import PolicyPlan
+from joyrl_ray.policies import DEFAULT_POLICY
 
 
 @dataclass(frozen=True)
@@ -21,13 +23,22 @@ class LearnerConfig:
     weights_publish_every: int  # off-policy: publish weights every this many updates
     online_eval: bool  # checkpoints ask to be evaluated
     threads: int  # torch threads
+    policy: str = DEFAULT_POLICY  # the policy it trains
+
+    def role(self, rank: int) -> str:
+        """How rank ``rank`` of this policy's learners is named (placements, logs)."""
+        if self.policy == DEFAULT_POLICY:
+            return f"learner {rank}"
+        return f"learner {rank} of {self.policy}"
 
     @classmethod
-    def of(cls, cfg: RunConfig) -> LearnerConfig:
+    def of(cls, cfg: RunConfig, plan: PolicyPlan | None = None) -> LearnerConfig:
+        """A single-agent run's learners' config, or (``plan``) a multi-agent run policy's."""
         general = cfg.general
+        policy = DEFAULT_POLICY if plan is None else plan.policy_id
         return cls(
-            algo_name=general.algo_name,
-            algo=cfg.algo,
+            algo_name=general.algo_name if plan is None else str(plan.algo_name),
+            algo=cfg.algo if plan is None else plan.algo,
             device=general.device,
             seed=general.seed,
             model_save_fre=general.model_save_fre,
@@ -35,4 +46,5 @@ class LearnerConfig:
             weights_publish_every=general.weights_publish_every,
             online_eval=general.online_eval,
             threads=max(1, int(general.learner_num_cpus)),
+            policy=policy,
         )

@@ -34,6 +34,7 @@ from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.normalization import CHECKPOINT_KEY
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.distributed import ProcessGroup, Rendezvous
 from joyrl_ray.roles.learner.source import IDLE, LEARNED, STOPPED, LearnerLinks
@@ -114,12 +115,14 @@ class Learner:
         self.rank, self.world_size, self.generation = rank, world_size, generation
         self.device = pick_device(cfg.device)
         spec = get_algorithm(cfg.algo_name)
+        # A multi-agent run's policies each draw streams of their own.
+        streams = () if cfg.policy == DEFAULT_POLICY else (cfg.policy,)
         if cfg.seed:  # before the policy exists: its initial weights follow the seed
-            torch.manual_seed(derive_seed(cfg.seed, "torch", "learner"))
+            torch.manual_seed(derive_seed(cfg.seed, "torch", "learner", *streams))
         self.algorithm = spec.algorithm_cls(cfg.algo, *spaces, self.device)
         self.source = links.source
         self.source.bind(rank, world_size, MAX_UPDATES_PER_ROUND)
-        self.algorithm.seed(derive_seed(cfg.seed, "learner"))
+        self.algorithm.seed(derive_seed(cfg.seed, "learner", *streams))
         self.weights_version = 0
         self.counters = Counters()
         self.normalization: dict[str, Any] | None = None  # as the coordinator last said
@@ -195,7 +198,7 @@ class Learner:
                 rendezvous=self.meeting,
             )
             self.algorithm.join(DataParallel(self.rank, self.world_size))
-        where = Placement(f"learner {self.rank}", *node_here(), os.getpid())
+        where = Placement(self.cfg.role(self.rank), *node_here(), os.getpid())
         restored = replace(self.counters)
         started = self.coordinator.learner_started(
             self.rank, self.generation, restored, where
@@ -267,7 +270,7 @@ class Learner:
             **{k: v - getattr(self.reported_times, k) for k, v in vars(self.times).items()}
         )
         self.reported_times = LearnerTimes(**vars(self.times))
-        report = LearnerReport(self.rank, self.updates, metrics, times)
+        report = LearnerReport(self.rank, self.updates, metrics, times, self.cfg.policy)
         reply = self.coordinator.report_learner(report).result(timeout_s=CALL_SLACK_S)
         counters = reply.counters
         self.counters = Counters(counters.env_steps, counters.episodes, self.updates)
@@ -290,6 +293,7 @@ class Learner:
             weights=self.algorithm.get_weights(),
             evaluate=evaluate,
             normalization=self.normalization,
+            policy=self.cfg.policy,
         )
 
     def _first_checkpoint_due(self) -> bool:
@@ -309,7 +313,8 @@ class Learner:
         t0 = time.monotonic()
         self.report()
         checkpoint = self.make_checkpoint(evaluate=evaluate)
-        ref = CheckpointRef(checkpoint.updates, self.links.store.put(checkpoint), evaluate)
+        box = self.links.store.put(checkpoint)
+        ref = CheckpointRef(checkpoint.updates, box, evaluate, self.cfg.policy)
         self.pending.add(self.coordinator.submit_checkpoint(ref))
         self.times.checkpoint_s += time.monotonic() - t0
 

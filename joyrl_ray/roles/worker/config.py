@@ -8,6 +8,7 @@ from typing import Any
 from envs import EnvConfig
 from joyrl_ray.config import RunConfig
 from joyrl_ray.config.general import FaultInjectionConfig
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,10 @@ class WorkerConfig:
     collect_traj: bool
     max_step: int  # per episode
     fault_injection: FaultInjectionConfig
+    multi_agent: MultiAgentPlan | None = None  # a multi-agent run's agents and policies
 
     @classmethod
-    def of(cls, cfg: RunConfig) -> WorkerConfig:
+    def of(cls, cfg: RunConfig, plan: MultiAgentPlan | None = None) -> WorkerConfig:
         general = cfg.general
         return cls(
             algo_name=general.algo_name,
@@ -43,4 +45,5 @@ class WorkerConfig:
             collect_traj=general.collect_traj,
             max_step=general.max_step,
             fault_injection=general.fault_injection,
+            multi_agent=plan,
         )

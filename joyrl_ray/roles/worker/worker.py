@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +31,7 @@ from envs.rewards import learning_rewards
 from joyrl_ray.batch import REWARDS, TERMINATED, TRUNCATED, Batch, batch_rows
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.normalization import NormSettings
-from joyrl_ray.roles.worker.acting_weights import ActingWeights
+from joyrl_ray.roles.worker.channel import ACK_TIMEOUT_S, PolicyChannel
 from joyrl_ray.roles.worker.chunk import Chunk
 from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP, WorkerEnvs
@@ -41,19 +40,11 @@ from joyrl_ray.roles.worker.kill_schedule import KillSchedule
 from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.seeding import derive_seed
-from joyrl_ray.wire.handles import Call, ObjectStore, first_line
-from joyrl_ray.wire.messages import (
-    EpisodeColumns,
-    Placement,
-    PushAck,
-    ReportTotals,
-    WorkerReport,
-    WorkerTimes,
-)
+from joyrl_ray.wire.handles import ObjectStore, first_line
+from joyrl_ray.wire.messages import EpisodeColumns, Placement, WorkerReport, WorkerTimes
 from joyrl_ray.wire.where import node_here
 
 WAIT_S = 1.0  # deadline of one blocking wait (coordinator or shard); the loop then checks again
-ACK_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -118,20 +109,29 @@ class Worker:
         self.cutter = TrajectoryCutter(self.n_envs) if cfg.collect_traj else None
         self.chunk = Chunk(sender.chunk_len)
         self.obs: np.ndarray | None = None
-        self.weights = ActingWeights(store, self.policy, ACK_TIMEOUT_S, always_wait=cfg.lockstep)
         self.global_env_steps = 0
-        self.in_flight: deque[Call[PushAck]] = deque()
         self.stop = False
-        self.throttled = sender.initially_throttled
-        self.report = WorkerReport(worker_id, 0)
+        self.times = WorkerTimes()
+        self.kills = KillSchedule()
+        self.channel = PolicyChannel(
+            worker_id, self.policy, sender, store, self, lockstep=cfg.lockstep
+        )
+        self.weights = self.channel.weights
         self.incarnation = 0  # the coordinator says which start of this worker this is
-        self.sent = ReportTotals()  # what this incarnation's reports sum to
         self.own_env_steps = 0  # taken since the last report (the schedule adds them)
         self.total_env_steps = 0
         self.stream_steps = 0  # set at registration (start)
-        self.times = WorkerTimes()
-        self.kills = KillSchedule()
         freeze_startup_heap()
+
+    @property
+    def report(self) -> WorkerReport:
+        """What the next push reports."""
+        return self.channel.report
+
+    @property
+    def throttled(self) -> bool:
+        """Whether the worker waits for room before its next chunk."""
+        return self.channel.throttled
 
     # ----- env errors -----
     def _recover_from_env_error(self, exc: Exception, chunk: Batch) -> Batch | None:
@@ -164,49 +164,6 @@ class Worker:
         self.obs = None
         self.envs.rebuild()
         return kept
-
-    # ----- weights and acknowledgements -----
-    def _take_ack(self, ack: PushAck) -> None:
-        self.stop = self.stop or ack.stop
-        self.throttled = self.sender.throttled_after_ack(ack, self.throttled)
-        self.global_env_steps = max(self.global_env_steps, ack.env_steps)
-        self.times.weights_wait_s += self.weights.take(ack.weights, now=False)
-        if self.norm is not None:
-            self.norm.take_shared(ack.normalization)
-        self.kills.strike(self.global_env_steps)
-
-    def _wait_for_acks(self, keep: int) -> None:
-        t0 = time.monotonic()
-        while len(self.in_flight) > keep:
-            self._take_ack(self.in_flight.popleft().result(timeout_s=ACK_TIMEOUT_S))
-        self.times.push_wait_s += time.monotonic() - t0
-
-    def _wait_for_turn(self, wait_s: float) -> bool:
-        """Block until this worker may collect; False if it still may not (deadline, stop)."""
-        need_weights = self.sender.needs_newer(self.weights.version)
-        if not (need_weights or self.throttled):
-            return True
-        t0 = time.monotonic()
-        self._wait_for_acks(0)
-        known = self.weights.version
-        ack = self.sender.wait_for_turn(self.worker_id, known, need_weights, wait_s).result(
-            timeout_s=wait_s + ACK_TIMEOUT_S
-        )
-        self.stop = self.stop or ack.stop
-        self.throttled = self.sender.throttled_after_wait(ack, need_weights, self.throttled)
-        self.global_env_steps = max(self.global_env_steps, ack.env_steps)
-        if self.norm is not None:
-            self.norm.take_shared(ack.normalization)
-        if need_weights:
-            self.times.weights_wait_s += time.monotonic() - t0
-        else:
-            self.times.push_wait_s += time.monotonic() - t0
-        # Take the weights the learner published while this worker waited (throttled, it
-        # would otherwise act with those of its last push, a whole wait behind); the wait
-        # was long, the fetch is short (and counted as weights_wait_s).
-        self.times.weights_wait_s += self.weights.take(ack.weights, now=True)
-        newer = self.sender.needs_newer(self.weights.version)
-        return not (self.stop or newer or self.throttled)
 
     # ----- stepping -----
     def start(self) -> None:
@@ -298,13 +255,9 @@ class Worker:
 
     def _take_report(self, rows: int) -> WorkerReport:
         """The report to send with ``rows`` rows (-1: a rollout, all its steps)."""
-        report = self.report
-        rows = report.env_steps if rows < 0 else rows
-        self.sent = self.sent.add(report.env_steps, rows, report.dropped)
-        report.totals = self.sent
+        report = self.channel.take_report(rows)
         if self.norm is not None:
             report.norm_delta = self.norm.take_delta()
-        self.report = WorkerReport(self.worker_id, 0, incarnation=self.incarnation)
         report.times = WorkerTimes(**vars(self.times))
         self.times = WorkerTimes()
         self.global_env_steps += report.env_steps
@@ -315,7 +268,7 @@ class Worker:
         """Collect and push one chunk (or rollout); False once the run has stopped."""
         if self.stop:
             return False
-        if not self._wait_for_turn(wait_s):
+        if not self.channel.wait_for_turn(wait_s):
             return not self.stop
         self.times.weights_wait_s += self.weights.take(None, now=False)
         version = self.weights.version
@@ -335,25 +288,17 @@ class Worker:
             payload = self.sender.prepare(chunk, version)
         else:
             payload = Payload(None, 0, version)
-        report = self._take_report(payload.rows)
-        call = self.sender.send(self.worker_id, payload, report, self.weights.version)
-        if chunk:
-            self.throttled = self.sender.throttled_after_send(self.throttled)
-        self._send(call)
-
-    def _send(self, call: Call[PushAck]) -> None:
-        self.in_flight.append(call)
-        self._wait_for_acks(self.sender.max_in_flight - 1)
+        self.channel.send(payload, self._take_report(payload.rows), collected=bool(chunk))
 
     def finish(self) -> WorkerStats:
         """At the stop: settle the acks and report the n-step steps that never completed."""
-        self._wait_for_acks(0)
+        self.channel.wait_for_acks(0)
         unfinished = self.sender.unfinished()
         if unfinished or self.report.env_steps or self.report.env_errors:
             if unfinished:
                 self.report.dropped["nstep_unfinished"] = unfinished
             self._push(None, self.weights.version)
-            self._wait_for_acks(0)
+            self.channel.wait_for_acks(0)
         return self.stats()
 
     def run(self) -> WorkerStats:

@@ -1,0 +1,167 @@
+"""A multi-agent run's plan, checked against its env before anything starts.
+
+The ``multi_agent`` section names the policies and maps the env's agents to them; once the
+env's agents and spaces are known (the probe), this checks the rest: every agent has a
+policy, a policy's agents share their spaces, each policy's algorithm (or fixed behaviour)
+can act in them, none keeps a memory (recurrent policies are not for multi-agent runs yet),
+and a fixed checkpoint's weights load. Each problem is one line (``ConfigError`` or
+``CheckpointError``, exit code 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from algos.recurrent import MEMORY
+from algos.scripted import load_script
+from envs.multi_agent import AgentSpaces
+from joyrl_ray.config import ConfigError, RunConfig
+from joyrl_ray.config.multi_agent import MultiAgentConfigError, map_agents, multi_agent_plan
+from joyrl_ray.multi_agent_plan import FIXED_CHECKPOINT, MultiAgentPlan, PolicyPlan
+from joyrl_ray.roles.acting import Observations, acting_policy
+from joyrl_ray.run.checkpoint import (
+    CheckpointError,
+    find_checkpoint,
+    load_checkpoint,
+    resolve_task_dir,
+)
+
+#: What a multi-agent run does not take yet: general_cfg / env_cfg keys and why.
+NOT_FOR_MULTI_AGENT = {
+    "env_cfg.normalize_obs": "observation normalization",
+    "env_cfg.normalize_reward": "reward normalization",
+    "general_cfg.save_buffer": "keeping the replay with checkpoints",
+}
+
+
+def refuse_unsupported(cfg: RunConfig) -> None:
+    """One line for a setting a multi-agent run does not take."""
+    settings = {
+        "env_cfg.normalize_obs": cfg.env.normalize_obs,
+        "env_cfg.normalize_reward": cfg.env.normalize_reward,
+        "general_cfg.save_buffer": cfg.general.save_buffer,
+    }
+    for key, on in settings.items():
+        if on:
+            raise ConfigError(
+                f"{key}=true: {NOT_FOR_MULTI_AGENT[key]} is not available in multi-agent runs "
+                "yet; allowed: false"
+            )
+    if cfg.env.vector_mode != "sync":
+        raise ConfigError(
+            f"env_cfg.vector_mode={cfg.env.vector_mode}: a multi-agent run's envs step in the "
+            "worker's process; allowed: sync"
+        )
+
+
+def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
+    """The checked plan of ``cfg``'s ``multi_agent`` section for an env with ``spaces``."""
+    section = cfg.multi_agent
+    if section is None:
+        example = "multi_agent.policies={shared: {}} multi_agent.policy_mapping={'*': shared}"
+        raise ConfigError(
+            f"env_cfg.id={cfg.env.id!r} is a multi-agent env (agents: "
+            f"{', '.join(spaces.agents)}); add a multi_agent section naming its policies and "
+            f"which agent each acts for, e.g. {example}"
+        )
+    refuse_unsupported(cfg)
+    algos = {
+        name: (section.policies[name].algo_name, algo) for name, algo in cfg.policy_algos.items()
+    }
+    try:
+        mapping = map_agents(section, spaces.agents)
+        weights = {
+            name: _checkpoint_weights(cfg, name, spaces, mapping)
+            for name, policy in section.policies.items()
+            if policy.fixed == FIXED_CHECKPOINT
+        }
+        plan = multi_agent_plan(section, spaces, algos, weights)
+    except MultiAgentConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    for policy in plan.policies.values():
+        _check_acting(policy)
+    return plan
+
+
+def refuse_section(cfg: RunConfig) -> None:
+    """A single-agent env takes no ``multi_agent`` section."""
+    if cfg.multi_agent is not None:
+        raise ConfigError(
+            f"multi_agent: env_cfg.id={cfg.env.id!r} is a single-agent env; remove the "
+            "multi_agent section (it is for multi-agent envs: PettingZoo's games and worlds)"
+        )
+
+
+def _check_acting(plan: PolicyPlan) -> None:
+    """The policy can act in its agents' spaces, and keeps no memory between steps."""
+    where = f"multi_agent.policies.{plan.policy_id}"
+    if plan.algo_name is None and plan.fixed is not None and ":" in plan.fixed:
+        try:
+            load_script(plan.fixed)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.fixed={plan.fixed}: {exc}") from None
+    try:
+        policy = acting_policy(plan)
+        sample = Observations(plan.obs_space).many([plan.obs_space.sample()])
+        _, extras = policy.act(sample, explore=False, env_steps=0)
+    except ValueError as exc:
+        what = f"algo_name={plan.algo_name}" if plan.algo_name else f"fixed={plan.fixed}"
+        raise ConfigError(f"{where}.{what} {exc}") from None
+    if MEMORY in extras:
+        raise ConfigError(
+            f"{where}.algo_name={plan.algo_name}: a policy with memory (an lstm or gru layer) "
+            "is not available in multi-agent runs yet; allowed: feed-forward layers"
+        )
+
+
+def _checkpoint_weights(
+    cfg: RunConfig, name: str, spaces: AgentSpaces, mapping: dict[str, str]
+) -> dict[str, np.ndarray]:
+    """The acting weights a fixed ``checkpoint`` policy plays with, from its ``load_path``."""
+    assert cfg.multi_agent is not None
+    policy = cfg.multi_agent.policies[name]
+    where = f"multi_agent.policies.{name}.load_path={policy.load_path}"
+    state = _load_state(cfg, str(policy.load_path), policy.load_policy, where)
+    algo_name = cfg.multi_agent.policies[name].algo_name
+    if state.get("algo_name") not in (None, algo_name):
+        raise CheckpointError(
+            f"{where}: written by algo {state.get('algo_name')!r}, but the policy's algo_name "
+            f"is {algo_name!r} (set multi_agent.policies.{name}.algo_name to match)"
+        )
+    agent = next(a for a in spaces.agents if mapping[a] == name)
+    plan = PolicyPlan(
+        name, spaces.observation[agent], spaces.action[agent], algo_name, cfg.policy_algos[name]
+    )
+    acting = acting_policy(plan)
+    try:
+        acting.load_acting_state(state["policy"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise CheckpointError(
+            f"{where}: the checkpoint does not fit the policy ({detail})"
+        ) from None
+    return acting.get_weights()
+
+
+def _load_state(cfg: RunConfig, load_path: str, load_policy: str | None, where: str) -> Any:
+    """The checkpoint ``load_path`` names: a .pt file, or a task directory's (its policy
+    ``load_policy``'s in a multi-agent run's, its only one's otherwise)."""
+    path = Path(load_path)
+    if path.is_file():
+        return load_checkpoint(path)
+    try:
+        task = resolve_task_dir(load_path, cfg.general.tasks_dir)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{where}: {exc}") from None
+    policies = sorted(p.name for p in (task / "models").iterdir() if p.is_dir())
+    if policies:
+        chosen = load_policy or (policies[0] if len(policies) == 1 else None)
+        if chosen not in policies:
+            raise CheckpointError(
+                f"{where}: that run has policies {', '.join(policies)}; name one with load_policy"
+            )
+        return find_checkpoint(task, "best", policy=chosen).state
+    return find_checkpoint(task, "best").state
