@@ -34,6 +34,7 @@ from joyrl_ray.backends.placement import (
 )
 from joyrl_ray.backends.runtime import LearnerSetup, RoleEvents
 from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.learner.client import LearnerClient
 from joyrl_ray.roles.learner.config import LearnerConfig
 from joyrl_ray.roles.learner.learner import Learner, LearnerResult
@@ -168,8 +169,9 @@ class LearnerGroup:
             return []
         self.restarts += 1
         state = self.setup.latest_state() or self.setup.start_state
+        group = "" if self.cfg.policy == DEFAULT_POLICY else f" of {self.cfg.policy}"
         events.log.append(
-            f"learner died ({why}); restarting the learner group from "
+            f"learner died ({why}); restarting the learner group{group} from "
             f"{'its last checkpoint' if state else 'scratch (no checkpoint yet)'} "
             f"(restart {self.restarts} of {general.max_learner_restarts})"
         )

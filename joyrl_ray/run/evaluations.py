@@ -12,6 +12,8 @@ turns and, at the end, decides how long to wait for those still queued.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
@@ -85,6 +87,13 @@ class CheckpointEvaluations:
         """Queue ``checkpoint`` for evaluation; a full queue skips its oldest."""
         if len(self.queue) == self.queue.maxlen:
             self._skipped(self.queue[0].updates)
+        if self.cfg.multi_agent is not None:
+            # A policy's learner counts its own agents' transitions; the eval row is placed
+            # by the run's env steps.
+            counters = dataclasses.replace(
+                checkpoint.counters, env_steps=self.recorder.counters["env_steps"]
+            )
+            checkpoint = dataclasses.replace(checkpoint, counters=counters)
         self.queue.append(checkpoint)
         self.pump()
 

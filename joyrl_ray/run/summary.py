@@ -85,7 +85,7 @@ def build_summary(
     )
     summary: dict[str, Any] = {
         "mode": general.mode,
-        "algo": general.algo_name,
+        "algo": run_algorithms(cfg),
         "env_id": cfg.env.id,
         "backend": general.mp_backend,
         "n_workers": general.n_workers,
@@ -178,6 +178,17 @@ def solved(cfg: RunConfig, recorder: Recorder) -> bool:
         if value is not None and float(value) >= threshold.value:
             return True
     return False
+
+
+def run_algorithms(cfg: RunConfig) -> str:
+    """What trains: the algorithm, or a multi-agent run's policies with each one's algorithm
+    or fixed behaviour (``shared=PPO``, ``learner=DQN, opponent=random``)."""
+    if cfg.multi_agent is None:
+        return cfg.general.algo_name
+    return ", ".join(
+        f"{name}={policy.fixed or policy.algo_name or cfg.general.algo_name}"
+        for name, policy in cfg.multi_agent.policies.items()
+    )
 
 
 def policy_summaries(

@@ -74,3 +74,23 @@ def test_an_open_decision_dropped_by_an_env_error_ends_its_agents_piece_truncate
     chunk = rows.take()
     assert chunk[ACTIONS][:, 0].tolist() == [0, 5]
     assert chunk[TRUNCATED][0, 0]  # cut where the env failed: no bootstrap across it
+
+
+def test_discarded_transitions_never_reach_a_chunk_and_open_decisions_still_take_outcomes() -> None:
+    # A policy that may not collect yet (its learner waits for newer weights) forgets what
+    # its agents did meanwhile; the decisions still open take their outcomes afterwards.
+    rows = AgentRows(slots=2, length=2)
+    assert rows.discard() == 0  # nothing held
+    for step in range(3):
+        decide(rows, [0, 1], step)
+        complete(rows, 0, step)
+        if step < 2:
+            complete(rows, 1, step)
+    assert rows.discard() == 5  # slot 1's step-2 decision is still open: kept
+    assert not rows.full
+    complete(rows, 1, 2)
+    for step in (10, 11, 12):
+        decide(rows, [0], step)
+        complete(rows, 0, step)
+    chunk = rows.take()  # what came after the discard, nothing from before it
+    assert sorted(int(s) for s in chunk[OBS][..., 1].ravel()) == [2, 10, 11, 12]

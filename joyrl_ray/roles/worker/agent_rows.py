@@ -132,6 +132,16 @@ class AgentRows:
         self._compact()
         return chunk
 
+    def discard(self) -> int:
+        """Forget every complete transition not taken yet (each slot's open decision stays,
+        to take its outcome); how many were forgotten."""
+        forgotten = self.complete_rows
+        for slot, queue in enumerate(self.queues):
+            del queue[: len(queue) - (1 if self.open[slot] >= 0 else 0)]
+        self.complete_rows = 0
+        self._compact()
+        return forgotten
+
     # ----- storage -----
     def _reserve(self, rows: int, obs: np.ndarray, actions: np.ndarray, extras: Batch) -> None:
         """Columns for at least ``rows`` rows (made from the first decision's arrays)."""
@@ -161,7 +171,8 @@ class AgentRows:
             column[: len(keep)] = column[keep]
         self.slot[: len(keep)] = self.slot[keep]
         self.queues = [new_of[queue].tolist() for queue in self.queues]
-        self.open = np.where(self.open >= 0, new_of[np.maximum(self.open, 0)], -1)
+        if self.n:
+            self.open = np.where(self.open >= 0, new_of[np.maximum(self.open, 0)], -1)
         self.n = len(keep)
 
 

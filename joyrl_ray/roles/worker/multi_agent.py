@@ -148,6 +148,8 @@ class MultiAgentWorker:
             self.episodes[pid] = SlotEpisodes.of(slots[pid])
             if self.train:
                 self.rows[pid] = AgentRows(slots[pid], sender.chunk_len)
+        self.lockstep = cfg.lockstep
+        self.collecting: set[str] = set(self.channels)  # the policies whose rows are kept
         self.run_pending = PendingRun()
         self.own_env_steps = 0  # since the last report went (the run's count adds them)
         self.vector_steps = 0  # since the last chunk (test mode: a report every chunk_steps)
@@ -187,9 +189,8 @@ class MultiAgentWorker:
         and push it; False once the run has stopped."""
         if self.stop:
             return False
-        for channel in self.channels.values():
-            if not channel.wait_for_turn(wait_s):
-                return not self.stop
+        if not self._take_turns(wait_s):
+            return not self.stop
         for channel in self.channels.values():
             self.times.weights_wait_s += channel.weights.take(None, now=False)
         versions = {pid: channel.weights.version for pid, channel in self.channels.items()}
@@ -200,9 +201,39 @@ class MultiAgentWorker:
         self._push_ready(versions)
         return not self.stop
 
+    def _take_turns(self, wait_s: float) -> bool:
+        """Which policies may collect now (``self.collecting``); False when none may yet.
+
+        One env holds every policy's agents, so the worker waits only when no policy may
+        collect: a policy whose learner waits for this worker's next rollout must not wait
+        behind another's newer weights (their learners would each wait for the other's
+        worker). A policy that may not collect yet acts with the weights it has, and what
+        its agents do meanwhile is not kept (:meth:`AgentRows.discard`). Lockstep takes
+        every policy's turn in order, as a single-agent worker does.
+        """
+        channels = self.channels
+        if self.lockstep:
+            for channel in channels.values():
+                if not channel.wait_for_turn(wait_s):
+                    return False
+            self.collecting = set(channels)
+            return True
+        ready = {pid for pid, channel in channels.items() if channel.wait_for_turn(0.0)}
+        if not ready:
+            waiting = next(iter(channels.values()))
+            if not waiting.wait_for_turn(wait_s):
+                return False
+            ready = {next(iter(channels))}
+        for pid in ready - self.collecting:
+            rows = self.rows.get(pid)
+            if rows is not None:
+                rows.discard()  # collected with weights older than its turn's
+        self.collecting = ready
+        return True
+
     def _chunk_ready(self) -> bool:
         if self.train:
-            return any(rows.full for rows in self.rows.values())
+            return any(self.rows[pid].full for pid in self.collecting if pid in self.rows)
         return self.vector_steps >= self.cfg.chunk_steps
 
     def _push_ready(self, versions: dict[str, int]) -> None:
@@ -211,6 +242,10 @@ class MultiAgentWorker:
         pushed = False
         for pid in self.channels:
             rows = self.rows.get(pid)
+            if pid not in self.collecting:
+                if rows is not None and rows.full:
+                    rows.discard()  # its turn has not come: its learner has this worker's
+                continue
             if rows is not None and rows.full:
                 self._push(pid, rows.take(), versions[pid])
                 pushed = True
