@@ -13,7 +13,6 @@ turns and, at the end, decides how long to wait for those still queued.
 from __future__ import annotations
 
 import dataclasses
-
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
