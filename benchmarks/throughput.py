@@ -3,6 +3,7 @@
     python benchmarks/throughput.py           # collection: bare loop vs 1, 2, 4 workers
     python benchmarks/throughput.py --learn   # learning: single backend vs Ray 1, 2 workers
     python benchmarks/throughput.py --yaml configs/pong_dqn.yaml --envs 1   # Atari
+    python benchmarks/throughput.py --multi-agent   # two agents vs one (agent_throughput.py)
 
 Collection (the default): (a) the bare loop, one process stepping the same gymnasium
 SyncVectorEnv and running the same policy forward pass (``policy.act``) with nothing else;
@@ -69,6 +70,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before the window")
     parser.add_argument("--rounds", type=int, default=1, help="alternating rounds (medians)")
     parser.add_argument("--learn", action="store_true", help="single vs Ray, learning")
+    parser.add_argument(
+        "--multi-agent",
+        action="store_true",
+        help="two agents sharing a policy vs one agent, same step cost (agent_throughput.py)",
+    )
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray")
     parser.add_argument(
         "--baseline-nice",
@@ -440,6 +446,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cfg = load_cfg(args, "general_cfg.mp_backend=single")
         print(json.dumps(single_backend(cfg, args.seconds, args.warmup)), flush=True)
         return {}
+    if args.multi_agent:
+        from benchmarks.agent_throughput import compare
+
+        return compare(args.rounds)
     if args.learner_only:
         out = {}
         for device in args.learner_only:

@@ -85,6 +85,13 @@ class PendingRun:
     fatal_env_error: str | None = None
 
 
+#: While some policies wait for their turn, the others' collection asks after them every this
+#: many vector steps (a call to the coordinator each).
+POLL_EVERY = 8
+#: How long a policy whose turn came waits for the others' (seconds): a learner's update.
+TURN_GRACE_S = 0.5
+
+
 class MultiAgentWorker:
     """Collects experience in multi-agent envs for one run; a Ray actor or a plain object."""
 
@@ -197,9 +204,25 @@ class MultiAgentWorker:
         t0 = time.monotonic()
         while not self._chunk_ready() and not self.stop:
             self._vector_step()
+            if len(self.collecting) < len(self.channels) and not self.vector_steps % POLL_EVERY:
+                versions.update(self._join_ready())
         self.times.step_s += time.monotonic() - t0
         self._push_ready(versions)
         return not self.stop
+
+    def _join_ready(self) -> dict[str, int]:
+        """The policies whose turn came while the others collected: they collect from now on
+        (what their agents did before is forgotten); their weights versions."""
+        joined = {}
+        for pid, channel in self.channels.items():
+            if pid not in self.collecting and channel.wait_for_turn(0.0):
+                self.times.weights_wait_s += channel.weights.take(None, now=False)
+                rows = self.rows.get(pid)
+                if rows is not None:
+                    rows.discard()
+                self.collecting.add(pid)
+                joined[pid] = channel.weights.version
+        return joined
 
     def _take_turns(self, wait_s: float) -> bool:
         """Which policies may collect now (``self.collecting``); False when none may yet.
@@ -220,10 +243,16 @@ class MultiAgentWorker:
             return True
         ready = {pid for pid, channel in channels.items() if channel.wait_for_turn(0.0)}
         if not ready:
-            waiting = next(iter(channels.values()))
-            if not waiting.wait_for_turn(wait_s):
+            if not next(iter(channels.values())).wait_for_turn(wait_s):
                 return False
-            ready = {next(iter(channels))}
+            ready = {pid for pid, channel in channels.items() if channel.wait_for_turn(0.0)}
+        # Learners fed at the same time publish at about the same time: a short wait for the
+        # others keeps policies whose agents decide equally often collecting side by side.
+        deadline = time.monotonic() + min(TURN_GRACE_S, wait_s)
+        for pid, channel in channels.items():
+            left = deadline - time.monotonic()
+            if pid not in ready and left > 0 and channel.wait_for_turn(left):
+                ready.add(pid)
         for pid in ready - self.collecting:
             rows = self.rows.get(pid)
             if rows is not None:

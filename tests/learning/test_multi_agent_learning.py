@@ -1,0 +1,101 @@
+"""Several agents in one env learn: MPE's simple_spread with one shared PPO policy beats a
+random policy by a margin, and with a policy per agent each of the three trains, checkpoints
+and resumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.cli_runs import train_in_process
+from tests.support.procs import task_dirs
+
+SPREAD_KWARGS = {"N": 3, "max_cycles": 25, "continuous_actions": False}
+#: Mean episode return (per agent) the shared policy must beat a random one's by.
+MARGIN = 6.0
+
+
+def random_return(episodes: int = 300) -> float:
+    """simple_spread's mean episode return per agent when every agent acts at random."""
+    from mpe2 import simple_spread_v3
+
+    env = simple_spread_v3.parallel_env(**SPREAD_KWARGS)
+    returns = []
+    for episode in range(episodes):
+        env.reset(seed=episode)
+        totals = dict.fromkeys(env.possible_agents, 0.0)
+        while env.agents:
+            actions = {a: env.action_space(a).sample() for a in env.agents}
+            _, rewards, _, _, _ = env.step(actions)
+            for agent, reward in rewards.items():
+                totals[agent] += reward
+        returns.extend(totals.values())
+    env.close()
+    return float(np.mean(returns))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_simple_spread_with_a_shared_ppo_policy_beats_a_random_policy_by_a_margin(
+    tmp_path: Path,
+) -> None:
+    baseline = random_return()  # about -27.7
+    summary = train_in_process(
+        tmp_path,
+        "simple_spread_ppo_shared",
+        ("general_cfg.mp_backend=single", "general_cfg.max_env_steps=80000"),
+        baseline + MARGIN,
+    )
+    shared = summary["policies"]["shared"]
+    best = max(e["return_mean"] for e in summary["eval_history"])
+    assert best >= baseline + MARGIN, (baseline, [e["return_mean"] for e in summary["eval_history"]])
+    assert summary["solved"] and shared["best_eval_return"] == best
+    assert shared["transitions_collected"] == 3 * summary["env_steps"]  # every agent's rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_simple_spread_with_a_policy_per_agent_trains_each_checkpoints_and_resumes_all_three(
+    tmp_path: Path, ray_session
+) -> None:
+    policies = ("agent_0", "agent_1", "agent_2")
+    short = ("general_cfg.online_eval=false", "general_cfg.n_workers=2")
+    first = train_in_process(
+        tmp_path / "first",
+        "simple_spread_ppo_per_agent",
+        (*short, "general_cfg.max_env_steps=8000"),
+        None,
+    )
+    (first_task,) = task_dirs(tmp_path / "first")
+    assert sorted(first["policies"]) == list(policies)
+    for name in policies:
+        figures = first["policies"][name]
+        assert figures["updates"] >= 8  # 10 when each takes every rollout: 8000 / (2 x 4 x 100)
+        # One agent's rows (less what a policy forgot while it waited for its turn).
+        assert 0.8 * first["env_steps"] <= figures["transitions_collected"] <= first["env_steps"]
+        assert (first_task / "models" / name / "last.pt").is_file()
+    digests = {first["policies"][n]["params_digest"] for n in policies}
+    assert len(digests) == 3  # three policies, each trained apart
+
+    resumed = train_in_process(
+        tmp_path / "resumed",
+        "simple_spread_ppo_per_agent",
+        (
+            *short,
+            "general_cfg.max_env_steps=16000",
+            "general_cfg.load_checkpoint=true",
+            f"general_cfg.load_path={first_task}",
+        ),
+        None,
+    )
+    (task,) = task_dirs(tmp_path / "resumed")
+    assert resumed["resumed_from"] == str(first_task)
+    assert resumed["env_steps"] == 16000
+    for name in policies:
+        # Each policy counts on from its own checkpoint: its checkpoints go on past it.
+        at_stop = first["policies"][name]["updates"]
+        assert resumed["policies"][name]["updates"] >= at_stop + 8, resumed["policies"][name]
+        numbered = sorted(int(p.stem) for p in (task / "models" / name).glob("[0-9]*.pt"))
+        assert numbered and numbered[0] > at_stop, (name, at_stop, numbered)
