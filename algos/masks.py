@@ -59,7 +59,7 @@ def masked_argmax(q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One action per row of ``mask`` ``[B, n]``, uniform among its legal ones (among all
     when a row has none): int64 ``[B]``."""
-    legal = np.asarray(mask).astype(bool).reshape(len(mask), -1)
+    legal = np.asarray(mask).astype(bool)  # a copy
     legal |= ~legal.any(axis=1, keepdims=True)
     counts = legal.sum(axis=1)
     picks = np.minimum((rng.random(len(legal)) * counts).astype(np.int64), counts - 1)
