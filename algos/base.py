@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from algos.export import ActingGraph, NotExportable, observation_encoder
+from algos.masks import check_action_mask
 from algos.observations import ObservationInput, to_tensor  # noqa: F401 (algorithms import it here)
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
@@ -89,10 +90,17 @@ class Policy(ABC):
         """A batch of observations (``[*lead, ...]``, packed when nested) as network input."""
         return self.inputs.tensor(obs, self.device, dtype)
 
+    def mask_tensor(self, obs: np.ndarray) -> torch.Tensor | None:
+        """The legal actions of a batch of observations, bool ``[*lead, n]`` (None when the
+        observations hold no ``"action_mask"``); see :mod:`algos.masks`."""
+        return self.inputs.action_mask(obs, self.device)
+
     # ----- what the runtime asks before anything runs -----
     @classmethod
     def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
-        """Raise ValueError naming the supported spaces when the env's do not fit."""
+        """Raise ValueError naming the supported spaces when the env's do not fit (an action
+        mask included: it must name each action of a Discrete space)."""
+        check_action_mask(obs_space, action_space)
         if cls.action_spaces and not isinstance(action_space, cls.action_spaces):
             allowed = ", ".join(space_name(s) for s in cls.action_spaces)
             raise ValueError(
@@ -174,6 +182,12 @@ class Policy(ABC):
         The one place where an observation normalizer folds into exported policies: a
         policy that normalizes its observations puts that step here, before the encoding.
         """
+        if self.inputs.mask_space is not None:
+            raise NotExportable(
+                "the observations hold an action mask ('action_mask'), which an exported "
+                "graph would ignore (it could choose illegal actions); masked policies are "
+                "not exported"
+            )
         return observation_encoder(self.inputs)
 
     def acting_graph(self) -> ActingGraph:

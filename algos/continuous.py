@@ -20,6 +20,7 @@ from torch import nn
 
 from algos.base import Algorithm, Policy, adam, to_tensor
 from algos.export import ActingGraph, BoxScale, build_graph
+from algos.masks import check_action_mask
 from algos.networks import build_network
 from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
@@ -114,6 +115,7 @@ class ContinuousPolicy(Policy):
 
     @classmethod
     def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
+        check_action_mask(obs_space, action_space)
         check_continuous_spaces(obs_space, action_space)
 
     @abstractmethod

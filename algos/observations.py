@@ -9,6 +9,11 @@
   leaf (a 3-D ``Box``) then gets the conv layers of the layer list, a copy for each image
   leaf (:class:`MultiInputEncoder`), and the linear layers act on what all leaves give
   together: the multi-input policy of Stable-Baselines3, built from the same layer lists.
+
+A ``Dict`` observation with an ``"action_mask"`` key (PettingZoo's convention: 1 where an
+action is legal) is encoded like any other leaf, so the network sees the mask too; acting
+and targets read it apart (:meth:`ObservationInput.action_mask`) and apply it
+(:mod:`algos.masks`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,16 @@ from gymnasium import spaces
 from torch import nn
 
 from envs.observations import Leaf, is_nested, leaves
+
+#: The key of a Dict observation that holds the legal actions (PettingZoo's name).
+ACTION_MASK = "action_mask"
+
+
+def action_mask_space(obs_space: gym.Space) -> gym.Space | None:
+    """The action mask's space when ``obs_space`` is a Dict holding one, else None."""
+    if isinstance(obs_space, spaces.Dict) and ACTION_MASK in obs_space.spaces:
+        return obs_space.spaces[ACTION_MASK]
+    return None
 
 
 def to_tensor(
@@ -100,6 +115,8 @@ class ObservationInput:
         self.encoded = self.nested or self.leaves[0].one_hot is not None
         #: Shape of one row of the network's input.
         self.shape: tuple[int, ...] = (start,) if self.encoded else tuple(space.shape or ())
+        #: The action mask's space (a Dict observation's ``"action_mask"``), or None.
+        self.mask_space = action_mask_space(space)
 
     @property
     def image_leaves(self) -> list[LeafInput]:
@@ -114,6 +131,19 @@ class ObservationInput:
         if not self.nested:
             return self.leaves[0].encode(np.asarray(obs), device)
         return torch.cat([leaf.encode(obs[leaf.leaf.name], device) for leaf in self.leaves], -1)
+
+    def action_mask(
+        self, obs: np.ndarray, device: torch.device | None = None
+    ) -> torch.Tensor | None:
+        """The legal actions of ``obs`` (packed, ``[*lead]``) as bool ``[*lead, n]``; None
+        without a mask. A row with no legal action (a finished game's last observation)
+        comes back all legal, so that no distribution is left without support."""
+        if self.mask_space is None:
+            return None
+        values = np.asarray(obs[ACTION_MASK])
+        lead = values.shape[: values.ndim - len(self.mask_space.shape or ())]
+        mask = torch.as_tensor(values.reshape(*lead, -1) != 0, device=device)
+        return mask | ~mask.any(dim=-1, keepdim=True)
 
 
 class MultiInputEncoder(nn.Module):

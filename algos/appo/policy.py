@@ -7,7 +7,8 @@ policy ``pi``, fixed for the update as IMPACT's target network) and computes V-t
 targets ``v_s`` and advantages from ``log pi - log mu`` (:mod:`algos.vtrace`). APPO then
 runs PPO's clipped surrogate with the ratio taken against ``pi``; IMPALA takes one
 policy-gradient step ``-log pi(a|x) * advantage``. Both regress the critic on ``v_s``.
-Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`), memory included: a recurrent actor's
+Acting is PPO's (:class:`~algos.ppo.policy.PPOPolicy`), memory and action masks included
+(``log pi`` is taken over the legal actions as ``log mu`` was): a recurrent actor's
 ``log pi`` is replayed sequence by sequence from the memory stored with each one's first step.
 """
 
@@ -31,9 +32,17 @@ class APPO(PPO):
         if sequences.memory is not None:
             obs = rollout.obs.reshape(*rollout.rewards.shape, *rollout.obs.shape[1:])
             out, _, _ = self._replay(obs, sequences)
-            return actor.distribution(out.flatten(0, 1)).log_prob(rollout.actions)
-        parts = zip(rollout.obs.split(chunk), rollout.actions.split(chunk), strict=True)
-        return torch.cat([actor(o).log_prob(a) for o, a in parts])
+            return actor.distribution(out.flatten(0, 1), rollout.mask).log_prob(rollout.actions)
+        if rollout.mask is None:
+            parts = zip(rollout.obs.split(chunk), rollout.actions.split(chunk), strict=True)
+            return torch.cat([actor(o).log_prob(a) for o, a in parts])
+        masked = zip(
+            rollout.obs.split(chunk),
+            rollout.actions.split(chunk),
+            rollout.mask.split(chunk),
+            strict=True,
+        )
+        return torch.cat([actor(o, m).log_prob(a) for o, a, m in masked])
 
     def _rollout_targets(self, rollout: TargetInputs) -> Targets:
         """V-trace advantages and targets ``v_s`` from ``log pi - log mu``, and ``log pi``."""

@@ -2,7 +2,8 @@
 (:class:`DQN`).
 
 Targets use the worker's n-step folding: ``y = rewards + discounts * Q_target(next_obs, a*)``
-where ``a*`` is the target's argmax (DQN) or the online net's argmax (double Q). Per-sample
+where ``a*`` is the target's argmax (DQN) or the online net's argmax (double Q), over the
+legal actions of ``next_obs`` when it holds an action mask (:mod:`algos.masks`). Per-sample
 losses are weighted by the batch's importance-sampling ``weights`` (ones without PER), and
 ``|TD error|`` goes back as new priorities.
 """
@@ -21,6 +22,7 @@ from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
 from algos.export import ActingGraph, build_graph
+from algos.masks import masked_argmax, random_legal_actions
 from algos.networks import build_network, output_dim, soft_update
 from algos.observations import ObservationInput
 from joyrl_ray.batch import ACTIONS, DISCOUNTS, NEXT_OBS, OBS, REWARDS, WEIGHTS, Batch
@@ -77,12 +79,25 @@ class EpsilonGreedyPolicy(Policy):
     def acting_modules(self) -> dict[str, nn.Module]:
         return {"q_net": self.q_net}
 
-    def explore(self, greedy: np.ndarray, env_steps: int) -> np.ndarray:
+    def explore(
+        self, greedy: np.ndarray, env_steps: int, mask: torch.Tensor | None = None
+    ) -> np.ndarray:
         """``greedy`` (int64 actions, changed in place) with each row replaced by a random
-        action with probability epsilon."""
+        action with probability epsilon (a random legal one, given the rows' ``mask``)."""
         random_rows = self.rng.random(len(greedy)) < self.epsilon(env_steps)
-        greedy[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
+        if mask is None:
+            greedy[random_rows] = self.rng.integers(0, self.n_actions, size=int(random_rows.sum()))
+        else:
+            rows = mask.cpu().numpy()[random_rows]
+            greedy[random_rows] = random_legal_actions(rows, self.rng)
         return greedy
+
+    def choose(self, q: torch.Tensor, obs: np.ndarray, explore: bool, env_steps: int) -> np.ndarray:
+        """The actions for ``obs`` from its Q values ``q`` ``[B, n]``: the greedy legal ones,
+        each replaced by a random legal one with probability epsilon when exploring."""
+        mask = self.mask_tensor(obs)
+        actions = masked_argmax(q, mask).cpu().numpy().astype(np.int64)
+        return self.explore(actions, env_steps, mask) if explore else actions
 
 
 class DQNPolicy(EpsilonGreedyPolicy):
@@ -103,9 +118,9 @@ class DQNPolicy(EpsilonGreedyPolicy):
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         return self.q_net(self.obs_tensor(obs)).cpu().numpy()
 
+    @torch.no_grad()
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
-        actions = self.q_values(obs).argmax(axis=-1).astype(np.int64)
-        return (self.explore(actions, env_steps) if explore else actions), {}
+        return self.choose(self.q_net(self.obs_tensor(obs)), obs, explore, env_steps), {}
 
     def acting_graph(self) -> ActingGraph:
         """``action`` ``[B]`` int64 (the greedy one) and ``q_values`` ``[B, n]``."""
@@ -139,10 +154,9 @@ class DQN(Algorithm):
         q = q_net(obs).gather(1, actions).squeeze(1)
         with torch.no_grad():
             next_q_target = self.target_net(next_obs)
-            if cfg.double_q:
-                next_actions = q_net(next_obs).argmax(dim=1, keepdim=True)
-            else:
-                next_actions = next_q_target.argmax(dim=1, keepdim=True)
+            next_mask = self.policy.mask_tensor(batch[NEXT_OBS])
+            chooser = q_net(next_obs) if cfg.double_q else next_q_target
+            next_actions = masked_argmax(chooser, next_mask).unsqueeze(1)
             next_q = next_q_target.gather(1, next_actions).squeeze(1)
             target = rewards + discounts * next_q
         td_error = q - target

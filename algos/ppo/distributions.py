@@ -3,6 +3,8 @@
 Sampling draws from the policy's numpy generator (seeded per worker), so a seeded run
 does not depend on torch's global RNG, which the learner shares in the single backend.
 Log-probabilities and entropies are torch, differentiable, summed over action dimensions.
+A Discrete actor given an action mask (:mod:`algos.masks`) puts no probability on illegal
+actions: sampling, the mode, log-probabilities and the entropy all see the masked logits.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 from torch import nn
 
 from algos.layers import recurrent_index
+from algos.masks import masked_logits
 from algos.networks import build_network
 from algos.observations import ObservationInput
 from algos.recurrent import RecurrentNetwork
@@ -137,26 +140,34 @@ class Actor(nn.Module):
             raise AttributeError("a feed-forward actor has no memory_net")
         return self.net
 
-    def forward(self, obs: torch.Tensor) -> Dist:
-        return self.distribution(self.net(obs))
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Dist:
+        return self.distribution(self.net(obs), mask)
 
-    def step(self, obs: torch.Tensor, memory: torch.Tensor) -> tuple[Dist, torch.Tensor]:
+    def step(
+        self, obs: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[Dist, torch.Tensor]:
         """A recurrent actor's step for a batch of envs: the distribution, the new memory."""
         out, _, memory = self.memory_net.step(obs, memory)
-        return self.distribution(out), memory
+        return self.distribution(out, mask), memory
 
     def unroll(
-        self, obs: torch.Tensor, memory: torch.Tensor, starts: torch.Tensor
+        self,
+        obs: torch.Tensor,
+        memory: torch.Tensor,
+        starts: torch.Tensor,
+        mask: torch.Tensor | None = None,
     ) -> tuple[Dist, torch.Tensor]:
         """Sequences ``[L, B, ...]`` (:meth:`RecurrentNetwork.unroll`): the distribution of
         every step, flat ``[L * B]``, and the recurrent features ``[L * B, H]``."""
         out, features, _ = self.memory_net.unroll(obs, memory, starts)
-        return self.distribution(out.flatten(0, 1)), features.flatten(0, 1)
+        flat_mask = None if mask is None else mask.flatten(0, 1)
+        return self.distribution(out.flatten(0, 1), flat_mask), features.flatten(0, 1)
 
-    def distribution(self, out: torch.Tensor) -> Dist:
-        """The action distribution of the network's outputs ``[B, ...]``."""
+    def distribution(self, out: torch.Tensor, mask: torch.Tensor | None = None) -> Dist:
+        """The action distribution of the network's outputs ``[B, ...]``; a Discrete one
+        over the legal actions of ``mask`` ``[B, n]`` when given."""
         if self.kind == "discrete":
-            return CategoricalDist(out)
+            return CategoricalDist(masked_logits(out, mask))
         if self.kind == "multi_discrete":
             return MultiCategoricalDist(out, self.nvec)
         if self.state_dependent_std:

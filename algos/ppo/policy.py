@@ -58,6 +58,7 @@ class TargetInputs(NamedTuple):
     actions: torch.Tensor
     behaviour_log_prob: torch.Tensor
     sequences: RolloutSequences  # a recurrent actor's stored memory and episode starts
+    mask: torch.Tensor | None = None  # the legal actions of ``obs``, flat ``[T * N, n]``
 
 
 Targets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -65,11 +66,13 @@ Targets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 class SequenceInputs(NamedTuple):
     """A minibatch's observations ``[L, B, ...]``; a recurrent actor's memory at each
-    sequence's first step ``[B, k, H]`` and episode starts ``[L, B]``."""
+    sequence's first step ``[B, k, H]`` and episode starts ``[L, B]``; the observations'
+    legal actions ``[L, B, n]`` (None without an action mask)."""
 
     obs: torch.Tensor
     memory: torch.Tensor | None
     starts: torch.Tensor | None
+    mask: torch.Tensor | None = None
 
 
 class GreedyActor(nn.Module):
@@ -119,13 +122,14 @@ class PPOPolicy(Policy):
     @torch.no_grad()
     def act(self, obs: np.ndarray, *, explore: bool, env_steps: int) -> tuple[np.ndarray, Batch]:
         extras: Batch = {}
+        mask = self.mask_tensor(obs)  # sampling, the mode and the log-prob: legal actions only
         if self.actor.recurrent:
             if self.memory is None or len(self.memory) != len(obs):
                 self.memory = self.actor.memory_net.initial_memory(len(obs), self.device)
             extras[MEMORY] = self.memory.cpu().numpy()  # the state this step is acted from
-            dist, self.memory = self.actor.step(self.obs_tensor(obs), self.memory)
+            dist, self.memory = self.actor.step(self.obs_tensor(obs), self.memory, mask)
         else:
-            dist = self.actor(self.obs_tensor(obs))
+            dist = self.actor(self.obs_tensor(obs), mask)
         flat = dist.sample(self.rng) if explore else dist.mode()
         log_prob = dist.log_prob(torch.as_tensor(flat, device=self.device))
         actions = flat.reshape(len(flat), *self.actor.action_shape)
@@ -232,8 +236,19 @@ class PPO(Algorithm):
         stored = to_tensor(np.asarray(batch["log_prob"]).reshape(-1), self.device, torch.float32)
         if sequences is None:
             sequences = self._sequences(batch, rewards.shape[0])
+        mask = self.policy.mask_tensor(batch[OBS])
+        flat_mask = None if mask is None else mask.flatten(0, 1)
         inputs = TargetInputs(
-            rewards, terminated, truncated, values, next_values, obs, actions, stored, sequences
+            rewards,
+            terminated,
+            truncated,
+            values,
+            next_values,
+            obs,
+            actions,
+            stored,
+            sequences,
+            flat_mask,
         )
         return self._rollout_targets(inputs)
 
@@ -361,6 +376,8 @@ class PPO(Algorithm):
             return to_sequences(column.reshape(steps, envs, *column.shape[1:]), length)
 
         seq_obs = to_sequences(obs, length)
+        mask = self.policy.mask_tensor(batch[OBS])
+        seq_mask = None if mask is None else to_sequences(mask, length)
         columns = [cut(x) for x in (actions, old_log_prob, advantages, returns, values.flatten())]
         memory = starts = None
         if sequences.memory is not None and sequences.starts is not None:
@@ -379,6 +396,7 @@ class PPO(Algorithm):
                     seq_obs[:, idx],
                     None if memory is None else memory[idx],
                     None if starts is None else starts[:, idx],
+                    None if seq_mask is None else seq_mask[:, idx],
                 )
                 stats = self._minibatch_step(
                     inputs, *(column[:, idx].flatten(0, 1) for column in columns)
@@ -425,8 +443,9 @@ class PPO(Algorithm):
         actor = self.policy.actor
         if inputs.memory is None or inputs.starts is None:
             obs = inputs.obs.flatten(0, 1)
-            return actor(obs), self.critic(obs).squeeze(-1)
-        dist, features = actor.unroll(inputs.obs, inputs.memory, inputs.starts)
+            mask = None if inputs.mask is None else inputs.mask.flatten(0, 1)
+            return actor(obs, mask), self.critic(obs).squeeze(-1)
+        dist, features = actor.unroll(inputs.obs, inputs.memory, inputs.starts, inputs.mask)
         return dist, self.critic(features).squeeze(-1)
 
     def _minibatch_step(

@@ -8,7 +8,8 @@ the target net), then unrolls the other ``sequence_len`` steps and learns them a
 n-step targets computed here, inside the sequence: rewards summed up to ``n_step`` steps
 ahead, cut at the episode's end, bootstrapped from the target net's value of the next
 observation there (the stored ``next_obs`` at the sequence's or a truncated episode's
-end), valued at the online net's greedy action. With ``value_rescale`` (the default, as in
+end), valued at the online net's greedy action (a legal one, when the observations hold
+an action mask). With ``value_rescale`` (the default, as in
 the paper) the nets learn values on the squashed scale ``h``: a target is
 ``h(n-step return + gamma^k h^-1(Q_target))``. The loss is weighted by the importance
 weights of prioritized replay, and each sequence's new priority is
@@ -29,6 +30,7 @@ from torch import nn
 from algos.base import Algorithm, LearnResult, adam, to_tensor
 from algos.dqn.policy import EpsilonGreedyPolicy
 from algos.export import ActingGraph, build_graph, join_memory, split_memory
+from algos.masks import masked_argmax
 from algos.networks import soft_update
 from algos.r2d2.targets import nstep_targets, rescale, sequence_priorities, unrescale
 from algos.recurrent import MEMORY, RecurrentNetwork
@@ -77,8 +79,7 @@ class R2D2Policy(EpsilonGreedyPolicy):
             self.memory = self.q_net.initial_memory(len(obs), self.device)
         extras: Batch = {MEMORY: self.memory.cpu().numpy()}  # the state this step is acted from
         q, _, self.memory = self.q_net.step(self.obs_tensor(obs), self.memory)
-        actions = q.argmax(dim=-1).cpu().numpy().astype(np.int64)
-        return (self.explore(actions, env_steps) if explore else actions), extras
+        return self.choose(q, obs, explore, env_steps), extras
 
     def reset_memory(self, n_envs: int) -> None:
         self.memory = None
@@ -157,10 +158,10 @@ class R2D2(Algorithm):
         q_all, _, online_next = q_net.unroll(obs[burn:], online_memory, starts, next_obs)
         assert online_next is not None
         with torch.no_grad():
-            if cfg.double_q:
-                next_actions = q_net.head(online_next).argmax(dim=-1, keepdim=True)
-            else:
-                next_actions = next_q_target.argmax(dim=-1, keepdim=True)
+            # A step's stored next observation is the one its bootstrap values.
+            next_mask = self.policy.mask_tensor(_time_major(batch[NEXT_OBS])[burn:])
+            chooser = q_net.head(online_next) if cfg.double_q else next_q_target
+            next_actions = masked_argmax(chooser, next_mask).unsqueeze(-1)
             bootstrap = next_q_target.gather(-1, next_actions).squeeze(-1)
             if cfg.value_rescale:  # the nets' values are on the h scale; returns are not
                 bootstrap = unrescale(bootstrap)

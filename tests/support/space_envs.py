@@ -63,3 +63,14 @@ class ImageDictEnv(gym.Env):
     def step(self, action: Any):
         image, reward, terminated, truncated, info = self.inner.step(action)
         return self._obs(image), reward, terminated, truncated, info
+
+
+class MaskWiderThanActionsEnv(_FixedObservationEnv):
+    """A PettingZoo-style Dict observation whose action mask names 3 actions of 2."""
+
+    observation_space = gym.spaces.Dict(
+        {
+            "observation": gym.spaces.Box(0.0, 1.0, (2,), np.float32),
+            "action_mask": gym.spaces.Box(0, 1, (3,), np.int8),
+        }
+    )
