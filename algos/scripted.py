@@ -26,18 +26,18 @@ import torch
 from torch import nn
 
 from algos.base import Policy
+from algos.masks import random_legal_actions
+from algos.observations import ACTION_MASK, action_mask_space
 from envs.observations import PackedLayout
 from joyrl_ray.batch import Batch
-
-MASK_KEY = "action_mask"
 
 
 def legal_actions(obs_space: gym.Space, obs: np.ndarray) -> np.ndarray | None:
     """``[B, n]`` bool: the legal actions of each row, when the observations say (a ``Dict``
     space with an ``action_mask`` key, packed); None when they do not."""
-    if isinstance(obs_space, gym.spaces.Dict) and MASK_KEY in obs_space.spaces:
-        return np.asarray(obs[MASK_KEY]).astype(bool)
-    return None
+    if action_mask_space(obs_space) is None:
+        return None
+    return np.asarray(obs[ACTION_MASK]).reshape(len(obs), -1) != 0
 
 
 class RandomPolicy(Policy):
@@ -55,10 +55,7 @@ class RandomPolicy(Policy):
         legal = legal_actions(self.obs_space, obs)
         space = self.action_space
         if legal is not None and isinstance(space, gym.spaces.Discrete):
-            # A random legal action per row: the first legal one past a uniform draw of ranks.
-            scores = self.rng.random(legal.shape) * legal
-            scores[~legal.any(axis=1)] = 1.0  # no legal action: any will do
-            return scores.argmax(axis=1).astype(np.int64), {}
+            return random_legal_actions(legal, self.rng), {}
         space.seed(int(self.rng.integers(2**31)))
         return np.stack([space.sample() for _ in range(rows)]), {}
 

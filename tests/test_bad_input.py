@@ -141,6 +141,13 @@ def agents(*args: str) -> Callable[[Path], list[str]]:
 
 MULTI_AGENT_CASES = [
     Case(
+        "multi_agent_extra_missing",
+        agents(SHARED, SHARED_BY_ALL),
+        r"env_cfg\.id='pettingzoo\.classic\.tictactoe_v3:env'.*needs the multiagent extra",
+        r"pip install -r requirements-multiagent\.txt",
+        hidden=("pettingzoo", "mpe2"),
+    ),
+    Case(
         "multi_agent_env_without_a_section",
         fixed(f"env_cfg.id={TICTACTOE}"),
         r"env_cfg\.id='pettingzoo\.classic\.tictactoe_v3:env' is a multi-agent env",

@@ -91,3 +91,29 @@ def test_algo_defaults_follow_the_merged_algo_name() -> None:
 def test_shipped_configs_load() -> None:
     for path in sorted((ROOT / "configs").glob("*.yaml")):
         load_config(str(path), [])
+
+
+def test_a_command_line_policy_mapping_replaces_the_yamls_and_drops_the_policies_it_leaves_idle() -> (
+    None
+):
+    # The yaml shares one policy between both seats; the command line gives the second seat
+    # a random opponent. A first-match mapping merged key by key would keep the yaml's '*'
+    # first and map both seats to the shared policy again.
+    cfg = RunConfig.from_omegaconf(
+        load_config(
+            str(ROOT / "configs" / "tictactoe_ppo.yaml"),
+            [
+                "multi_agent.policies={learner: {}, opponent: {fixed: random}}",
+                "multi_agent.policy_mapping={player_1: learner, player_2: opponent}",
+            ],
+        )
+    )
+    assert cfg.multi_agent is not None
+    assert cfg.multi_agent.policy_mapping == {"player_1": "learner", "player_2": "opponent"}
+    assert list(cfg.multi_agent.policies) == ["learner", "opponent"]  # the yaml's is idle
+    # A policy the command line names stays, mapped or not (it is refused later, by name).
+    kept = load_config(
+        str(ROOT / "configs" / "tictactoe_ppo.yaml"),
+        ["multi_agent.policies={spare: {}}", "multi_agent.policy_mapping={'*': tictactoe}"],
+    )
+    assert list(kept.multi_agent.policies) == ["tictactoe", "spare"]

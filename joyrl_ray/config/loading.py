@@ -196,13 +196,38 @@ def _merge_multi_agent(layers: list[dict[str, Any]]) -> DictConfig:
                     "fixed, load_path, load_policy); {} learns with general_cfg.algo_name"
                 )
             check_keys(PolicyConfig, policy, f"multi_agent.policies.{name}.")
-    agents = _merge(MultiAgentConfig, layers, "multi_agent")
+    agents = _merge(MultiAgentConfig, _replacing_mapping(layers), "multi_agent")
     if not agents.policies:
         raise ConfigError(
             "multi_agent.policies is empty; name at least one, e.g. "
             "multi_agent.policies={shared: {}} multi_agent.policy_mapping={'*': shared}"
         )
     return agents
+
+
+def _replacing_mapping(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The layers as merged: the last ``policy_mapping`` given replaces the ones below it
+    (an ordered first-match list does not merge), and a policy only a layer below it names,
+    which that mapping leaves without an agent, goes with them (a yaml's ``shared`` when
+    the command line maps each agent to a policy of its own)."""
+    given = [i for i, layer in enumerate(layers) if layer.get("policy_mapping")]
+    if not given:
+        return layers
+    top = given[-1]
+    mapping = layers[top]["policy_mapping"]
+    used = {str(policy) for policy in mapping.values()}
+    named_above = {str(n) for layer in layers[top:] for n in (layer.get("policies") or {})}
+    merged = []
+    for i, layer in enumerate(layers):
+        layer = dict(layer)
+        if i < top:
+            layer.pop("policy_mapping", None)
+            policies = layer.get("policies") or {}
+            layer["policies"] = {
+                n: p for n, p in policies.items() if str(n) in used or str(n) in named_above
+            }
+        merged.append(layer)
+    return merged
 
 
 def _policy_algos(

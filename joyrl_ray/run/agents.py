@@ -19,7 +19,12 @@ from algos.recurrent import MEMORY
 from algos.scripted import load_script
 from envs.multi_agent import AgentSpaces
 from joyrl_ray.config import ConfigError, RunConfig
-from joyrl_ray.config.multi_agent import MultiAgentConfigError, map_agents, multi_agent_plan
+from joyrl_ray.config.multi_agent import (
+    MultiAgentConfigError,
+    fixed_kind,
+    map_agents,
+    multi_agent_plan,
+)
 from joyrl_ray.multi_agent_plan import FIXED_CHECKPOINT, MultiAgentPlan, PolicyPlan
 from joyrl_ray.roles.acting import Observations, acting_policy
 from joyrl_ray.run.checkpoint import (
@@ -73,6 +78,8 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
     }
     try:
         mapping = map_agents(section, spaces.agents)
+        for name, policy in section.policies.items():
+            fixed_kind(name, policy)
         weights = {
             name: _checkpoint_weights(cfg, name, spaces, mapping)
             for name, policy in section.policies.items()

@@ -74,6 +74,7 @@ AGENT_EVAL_FIELDS = (
     "win_rate",
     "draw_rate",
     "loss_rate",
+    "illegal_actions",
     "episodes",
 )
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from algos.base import Policy
-from algos.scripted import RandomPolicy
+from algos.scripted import RandomPolicy, legal_actions
 from envs.multi_agent import MultiAgentEnv, make_multi_agent_env
 from joyrl_ray.multi_agent_plan import MultiAgentPlan
 from joyrl_ray.roles.acting import Observations, acting_policy
@@ -47,6 +47,7 @@ class SeatResults:
     wins: int = 0
     draws: int = 0
     losses: int = 0
+    illegal_actions: int = 0  # the policy's moves its observations' action masks forbade
     by_seat: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, seat: str, mine: float, others: list[float]) -> None:
@@ -67,6 +68,7 @@ class SeatResults:
         if rates:
             out.update(win_rate=self.wins / n, draw_rate=self.draws / n, loss_rate=self.losses / n)
             out["seats"] = {seat: float(np.mean(r)) for seat, r in self.by_seat.items()}
+        out["illegal_actions"] = self.illegal_actions
         return out
 
 
@@ -156,19 +158,23 @@ class GameEvaluator:
             mapping = self.plan.mapping
             seats = {a: (mapping[a], self.policies[mapping[a]]) for a in self.plan.agents}
             mine = self.plan.agents_of(policy)
-            for returns in self._play(seats, self.episodes, (policy, opponent)):
+            for returns in self._play(seats, self.episodes, (policy, opponent), results):
                 results.add("all", float(np.mean([returns[a] for a in mine])), [])
             return results
         for seat in self._seats(policy):
             seats = {a: self._opponent_for(opponent, a) for a in self.plan.agents}
             seats[seat] = (policy, self.policies[policy])
-            for returns in self._play(seats, self.episodes, (policy, opponent, seat)):
+            for returns in self._play(seats, self.episodes, (policy, opponent, seat), results):
                 others = [r for a, r in returns.items() if a != seat]
                 results.add(seat, returns[seat], others)
         return results
 
     def _play(
-        self, seats: dict[str, tuple[str, Policy]], n: int, stream: tuple[str, ...]
+        self,
+        seats: dict[str, tuple[str, Policy]],
+        n: int,
+        stream: tuple[str, ...],
+        results: SeatResults,
     ) -> list[dict[str, float]]:
         """``n`` greedy episodes with each agent acting as ``seats`` says; each episode's
         return per agent. An env that raises loses its episode, which is played again."""
@@ -191,7 +197,7 @@ class GameEvaluator:
                         started -= 1
             if not running:
                 continue
-            started -= self._step_all(envs, running, seats, finished)
+            started -= self._step_all(envs, running, seats, finished, (stream[0], results))
         return finished[:n]
 
     def _step_all(
@@ -200,8 +206,10 @@ class GameEvaluator:
         running: dict[int, dict[str, float]],
         seats: dict[str, tuple[str, Policy]],
         finished: list[dict[str, float]],
+        judged: tuple[str, SeatResults],
     ) -> int:
-        """One step of every running episode; how many were lost to env errors."""
+        """One step of every running episode; how many were lost to env errors. The moves
+        of the policy ``judged`` names that its action masks forbid are counted there."""
         groups: dict[str, tuple[Policy, str, list[int], list[str], list[Any]]] = {}
         for i in running:
             for agent, obs in envs[i].deciding.items():
@@ -215,6 +223,10 @@ class GameEvaluator:
         for policy, obs_key, env_ids, agents, observations in groups.values():
             obs = self.observations[obs_key].many(observations)
             chosen, _ = policy.act(obs, explore=False, env_steps=0)
+            legal = legal_actions(policy.obs_space, obs)
+            if legal is not None and policy is self.policies.get(judged[0]):
+                picked = legal[np.arange(len(chosen)), np.asarray(chosen, np.int64)]
+                judged[1].illegal_actions += int((~picked).sum())
             for i, agent, action in zip(env_ids, agents, policy.env_action(chosen), strict=True):
                 actions[i][agent] = action
         lost = 0
