@@ -93,9 +93,7 @@ def test_shipped_configs_load() -> None:
         load_config(str(path), [])
 
 
-def test_a_command_line_policy_mapping_replaces_the_yamls_and_drops_the_policies_it_leaves_idle() -> (
-    None
-):
+def test_a_command_line_policy_mapping_replaces_the_yamls_and_drops_policies_left_idle():
     # The yaml shares one policy between both seats; the command line gives the second seat
     # a random opponent. A first-match mapping merged key by key would keep the yaml's '*'
     # first and map both seats to the shared policy again.
