@@ -228,6 +228,19 @@ CASES: dict[str, LearningCase] = {
         ci=True,
         release=True,
     ),
+    # ----- several agents in one env (PettingZoo; tests/learning/test_multi_agent_learning.py
+    # runs the first and the third with budgets of their own) -----
+    # Tic-tac-toe: the threshold is the mean return against uniform-random play, half the
+    # games in each seat (an untrained masked policy scores about 0.55).
+    "ray-dqn-tictactoe-self-play": LearningCase("tictactoe_dqn", "ray", 0.8, 100_000),
+    "ray-ppo-tictactoe-vs-random": LearningCase("tictactoe_ppo", "ray", 0.75, 100_000),
+    # simple_spread: the mean episode return per agent; random play scores -27.7.
+    "single-ppo-simple-spread-shared": LearningCase(
+        "simple_spread_ppo_shared", "single", -21.5, 100_000
+    ),
+    "ray-ppo-simple-spread-per-agent": LearningCase(
+        "simple_spread_ppo_per_agent", "ray", -21.5, 200_000
+    ),
 }
 
 

@@ -178,7 +178,7 @@ def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]
     env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
     check_env(env)
     sections = {"general_cfg": general, "algo_cfg": algo, "env_cfg": env}
-    agent_layers = [s.get("multi_agent") for s in sources if s.get("multi_agent")]
+    agent_layers: list[dict[str, Any]] = [s["multi_agent"] for s in sources if s.get("multi_agent")]
     if agent_layers:
         agents = _merge_multi_agent(agent_layers)
         sections["multi_agent"] = agents

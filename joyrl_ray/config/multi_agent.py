@@ -158,11 +158,11 @@ def check_eval_opponents(section: MultiAgentConfig) -> tuple[str, ...]:
             f"multi_agent.threshold_policy={section.threshold_policy!r} is not allowed; "
             f"allowed: a learning policy ({', '.join(learning)})"
         )
-    opponent = section.threshold_opponent
-    if opponent is not None and opponent not in section.eval_opponents:
+    threshold_opponent = section.threshold_opponent
+    if threshold_opponent is not None and threshold_opponent not in section.eval_opponents:
         raise MultiAgentConfigError(
-            f"multi_agent.threshold_opponent={opponent!r} is not allowed; allowed: one of "
-            f"multi_agent.eval_opponents ({', '.join(section.eval_opponents) or 'none'})"
+            f"multi_agent.threshold_opponent={threshold_opponent!r} is not allowed; allowed: "
+            f"one of multi_agent.eval_opponents ({', '.join(section.eval_opponents) or 'none'})"
         )
     if section.threshold_metric not in THRESHOLD_METRICS:
         raise MultiAgentConfigError(

@@ -88,8 +88,8 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
         plan = multi_agent_plan(section, spaces, algos, weights)
     except MultiAgentConfigError as exc:
         raise ConfigError(str(exc)) from None
-    for policy in plan.policies.values():
-        _check_acting(policy)
+    for planned in plan.policies.values():
+        _check_acting(planned)
     return plan
 
 

@@ -198,7 +198,7 @@ class Recorder:
     def ingest(self, reports: Reports) -> None:
         """Record one drain of the DataServer's reports."""
         for ep in reports.episodes:
-            row = {
+            row: dict[str, Any] = {
                 "episode": len(self.episode_rows) + 1,
                 "env_steps": ep.env_steps,
                 "return": ep.ret,
