@@ -15,6 +15,7 @@ from algos import ALGORITHMS, ALIASES
 from envs import ENV_FAMILIES, EnvConfig
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.config.loading import JOYRL_KEYS
+from joyrl_ray.config.multi_agent import MultiAgentConfig, PolicyConfig
 
 FIELD_LINE = re.compile(r"^\s+(\w+): [^=]+= (.+?)(?:\s+# (.*))?$")
 CONTINUATION = re.compile(r"^\s+# (.*)$")  # a comment line right under a field goes on
@@ -80,6 +81,10 @@ def reference() -> str:
         table(GeneralConfig, "general_cfg"),
         "## env_cfg",
         table(EnvConfig, "env_cfg"),
+        "## multi_agent (a multi-agent env only; see docs/multi_agent.md)",
+        table(MultiAgentConfig, "multi_agent"),
+        "Each entry of `multi_agent.policies`:",
+        table(PolicyConfig, "multi_agent.policies.<name>"),
     ]
     # Variants that only change defaults (DoubleDQN) share their base's table; a config that
     # adds keys (APPO over PPO) gets its own.

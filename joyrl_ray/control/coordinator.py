@@ -280,8 +280,15 @@ class Coordinator(WaitingRoom):
         self.counters.env_steps += report.env_steps
         episodes, trajs = report.episodes, report.trajectories
         if report.env_episodes is not None:  # a multi-agent env: its episodes are the run's
-            self.counters.episodes += report.env_episodes
-            self.mail.episodes.extend(episodes.reports(worker, policy=desk.policy))
+            ended, keep = report.env_episodes, len(episodes)
+            limit = self.stop_rule.max_episode
+            room = max(limit - self.counters.episodes, 0) if limit > 0 else ended
+            if ended > room:  # past max_episode: the agents' episodes of the first `room`
+                keep = keep * room // ended
+                self.episodes_dropped += ended - room
+                ended, trajs = room, trajs[:keep]
+            self.counters.episodes += ended
+            self.mail.episodes.extend(episodes.reports(worker, keep, desk.policy))
             self.mail.trajectories.extend(trajs)
             self._check_limits()
             return

@@ -60,7 +60,7 @@ def judge(
     n_learners: int,
     env_steps: int = 0,
     n_envs_per_worker: int = 1,
-    vector_mode: str = "sync",
+    vector_mode: str = "sync",  # env_cfg.vector_mode; in_worker: a multi-agent run's envs
 ) -> Bottleneck:
     """Shares over ``wall_s`` seconds of ``n_workers`` workers and ``n_learners`` learners,
     who took ``env_steps`` env steps meanwhile.
@@ -104,6 +104,8 @@ def judge(
 
 def _slow_env_advice(step_s: float, n_envs: int, vector_mode: str) -> str:
     slow = f"the env is slow ({step_s * 1000:.2g} ms of worker time per env step)"
+    if vector_mode == "in_worker":  # a multi-agent env steps in the worker's process
+        return f"{slow}: more workers (general_cfg.n_workers) step more envs side by side"
     if vector_mode == "async":
         return (
             f"{slow}: more general_cfg.n_envs_per_worker (now {n_envs}) step side by side "

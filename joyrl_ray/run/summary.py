@@ -81,7 +81,7 @@ def build_summary(
         n_learners=n_learners,
         env_steps=counters["env_steps"] - recorder.start_counters["env_steps"],
         n_envs_per_worker=general.n_envs_per_worker,
-        vector_mode=cfg.env.vector_mode,
+        vector_mode=cfg.env.vector_mode if cfg.multi_agent is None else "in_worker",
     )
     summary: dict[str, Any] = {
         "mode": general.mode,

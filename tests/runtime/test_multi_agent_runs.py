@@ -167,3 +167,38 @@ def test_each_policys_accounting_holds_through_a_killed_worker_and_a_killed_lear
             assert policy["updates"] >= 15, (name, policy)
     finally:
         run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_a_seeded_multi_agent_run_in_lockstep_on_ray_equals_the_single_backend_run(
+    tmp_path: Path, ray_session
+) -> None:
+    overrides = (
+        *RELAY,
+        *TWO_POLICIES,
+        "general_cfg.n_workers=2",
+        "general_cfg.n_envs_per_worker=2",
+        "general_cfg.max_env_steps=3000",
+    )
+    single = train_in_process(
+        tmp_path / "single", CONFIG, (*overrides, "general_cfg.mp_backend=single"), None
+    )
+    lockstep = train_in_process(
+        tmp_path / "lockstep",
+        CONFIG,
+        (*overrides, "general_cfg.mp_backend=ray", "general_cfg.lockstep=true"),
+        None,
+    )
+    assert lockstep["env_steps"] == single["env_steps"]
+    for name in ("first", "second"):
+        ours, theirs = lockstep["policies"][name], single["policies"][name]
+        assert ours["updates"] == theirs["updates"] >= 5, (name, ours, theirs)
+        assert ours["transitions_collected"] == theirs["transitions_collected"]
+        assert ours["params_digest"] == theirs["params_digest"], name
+    # On Ray actors: each worker and learner reported from a process of its own.
+    roles = lockstep["placement"]["roles"]
+    pids = [
+        where["pid"] for role, where in roles.items() if role.split()[0] in ("worker", "learner")
+    ]
+    assert len(pids) == 4 and len(set(pids)) == 4

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -137,6 +138,8 @@ class MultiAgentWorker:
         self.rows: dict[str, AgentRows] = {}
         self.episodes: dict[str, SlotEpisodes] = {}
         self.trajectories: dict[tuple[str, int], list[dict[str, np.ndarray]]] = {}
+        # collect_traj: each slot's decision awaiting its outcome (observation, action).
+        self.deciding: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         for pid, sender in senders.items():
             policy = self.policies[pid]
             sender.bind(
@@ -343,9 +346,13 @@ class MultiAgentWorker:
             explore = self.train and self.plan.policies[pid].trained
             chosen, extras = policy.act(obs, explore=explore, env_steps=env_steps)
             rows = self.rows.get(pid)
-            if rows is not None:
+            if rows is not None or self.cfg.collect_traj:
                 slots = np.array([self.slot_of[k] for k in zip(env_ids, agents, strict=True)])
+            if rows is not None:
                 rows.decide(slots, obs, chosen, extras)
+            if self.cfg.collect_traj and pid in self.channels:
+                for k, slot in enumerate(slots.tolist()):
+                    self.deciding[(pid, slot)] = (obs[k].copy(), np.asarray(chosen[k]).copy())
             for i, agent, action in zip(env_ids, agents, policy.env_action(chosen), strict=True):
                 actions[i][agent] = action
         for i in range(len(self.envs)):
@@ -372,8 +379,10 @@ class MultiAgentWorker:
             rows = self.rows.get(pid)
             if rows is not None and rows.is_open(slot):
                 rows.complete(slot, outcome.reward, outcome.terminated, outcome.truncated, next_obs)
-                if self.cfg.collect_traj:
-                    self._keep_step(pid, slot, rows, agent, done)
+            decided = self.deciding.pop((pid, slot), None)
+            if decided is not None:
+                step = (*decided, outcome.reward, outcome.terminated, outcome.truncated, next_obs)
+                self._keep_step(pid, slot, step, agent, done)
             self.episodes[pid].add(slot, outcome.reward, done, agent, at)
         if env.over:
             self.run_pending.env_episodes += 1
@@ -400,6 +409,7 @@ class MultiAgentWorker:
                 rows.drop_open(slot)
             self.episodes[pid].forget(slot)
             self.trajectories.pop((pid, slot), None)
+            self.deciding.pop((pid, slot), None)
         self.env_failures[i] += 1
         try:
             self.envs[i].close()
@@ -414,12 +424,13 @@ class MultiAgentWorker:
             return
         self.envs[i] = self._make_env()
 
-    def _keep_step(self, pid: str, slot: int, rows: AgentRows, agent: str, done: bool) -> None:
-        """Add the transition just completed to its agent's trajectory (``collect_traj``)."""
-        row = rows.queues[slot][-1]
-        step = {key: rows.columns[key][row].copy() for key in TRAJECTORY_KEYS}
+    def _keep_step(
+        self, pid: str, slot: int, step: tuple[Any, ...], agent: str, done: bool
+    ) -> None:
+        """Add the transition just completed (``TRAJECTORY_KEYS``' values) to its agent's
+        trajectory (``collect_traj``, in either mode)."""
         steps = self.trajectories.setdefault((pid, slot), [])
-        steps.append(step)
+        steps.append(dict(zip(TRAJECTORY_KEYS, step, strict=True)))
         if done:
             trajectory = {key: np.stack([s[key] for s in steps]) for key in TRAJECTORY_KEYS}
             trajectory["agent"] = np.array(agent)
