@@ -14,7 +14,7 @@ from tests.support.procs import task_dirs
 
 SPREAD_KWARGS = {"N": 3, "max_cycles": 25, "continuous_actions": False}
 #: Mean episode return (per agent) the shared policy must beat a random one's by.
-MARGIN = 6.0
+MARGIN = 7.5  # an untrained greedy policy's evaluation may come within 5 of it
 
 
 def random_return(episodes: int = 300) -> float:
@@ -45,7 +45,7 @@ def test_simple_spread_with_a_shared_ppo_policy_beats_a_random_policy_by_a_margi
     summary = train_in_process(
         tmp_path,
         "simple_spread_ppo_shared",
-        ("general_cfg.mp_backend=single", "general_cfg.max_env_steps=80000"),
+        ("general_cfg.mp_backend=single", "general_cfg.max_env_steps=100000"),
         baseline + MARGIN,
     )
     shared = summary["policies"]["shared"]
