@@ -951,7 +951,9 @@ def run_case(case: Case, root: Path) -> tuple[subprocess.CompletedProcess[str], 
 
 @contextlib.contextmanager
 def hidden_modules(names: tuple[str, ...]) -> Iterator[None]:
-    """``names`` cannot be imported (nor found) meanwhile, as when they are not installed."""
+    """``names`` cannot be imported (nor found) meanwhile, as when they are not installed;
+    nor can their submodules that an earlier test imported."""
+    names = (*names, *(m for m in sys.modules for n in names if m.startswith(f"{n}.")))
     saved = {name: sys.modules.get(name) for name in names}
     sys.modules.update(dict.fromkeys(names))
     try:

@@ -99,7 +99,7 @@ def test_a_command_line_policy_mapping_replaces_the_yamls_and_drops_policies_lef
     # first and map both seats to the shared policy again.
     cfg = RunConfig.from_omegaconf(
         load_config(
-            str(ROOT / "configs" / "tictactoe_ppo.yaml"),
+            str(ROOT / "configs" / "tictactoe_dqn.yaml"),
             [
                 "multi_agent.policies={learner: {}, opponent: {fixed: random}}",
                 "multi_agent.policy_mapping={player_1: learner, player_2: opponent}",
@@ -111,7 +111,7 @@ def test_a_command_line_policy_mapping_replaces_the_yamls_and_drops_policies_lef
     assert list(cfg.multi_agent.policies) == ["learner", "opponent"]  # the yaml's is idle
     # A policy the command line names stays, mapped or not (it is refused later, by name).
     kept = load_config(
-        str(ROOT / "configs" / "tictactoe_ppo.yaml"),
+        str(ROOT / "configs" / "tictactoe_dqn.yaml"),
         ["multi_agent.policies={spare: {}}", "multi_agent.policy_mapping={'*': tictactoe}"],
     )
     assert list(kept.multi_agent.policies) == ["tictactoe", "spare"]
