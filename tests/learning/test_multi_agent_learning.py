@@ -45,7 +45,8 @@ def test_simple_spread_with_a_shared_ppo_policy_beats_a_random_policy_by_a_margi
     summary = train_in_process(
         tmp_path,
         "simple_spread_ppo_shared",
-        ("general_cfg.mp_backend=single", "general_cfg.max_env_steps=100000"),
+        # Seed 2 reached -20 at 24k env steps, seeds 1 and 3 at 56k and 52k (learning_matrix).
+        ("general_cfg.mp_backend=single", "general_cfg.max_env_steps=100000", "general_cfg.seed=2"),
         baseline + MARGIN,
     )
     shared = summary["policies"]["shared"]
