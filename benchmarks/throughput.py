@@ -228,10 +228,12 @@ def plane_setup(cfg: RunConfig, *, learn: bool) -> PlaneSetup:
     )
 
 
-def learner_setup(spaces: Any) -> Any:
+def learner_setup(spaces: Any) -> dict[str, Any]:
+    """The one learner group of a single-agent run (keyed by its policy id)."""
     from joyrl_ray.backends.runtime import LearnerSetup
+    from joyrl_ray.policies import DEFAULT_POLICY
 
-    return LearnerSetup(spaces, None, lambda: None)
+    return {DEFAULT_POLICY: LearnerSetup(spaces, None, lambda: None)}
 
 
 def measure(
@@ -267,7 +269,7 @@ def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
 
     spaces = probe_env(cfg.env, max_episode_steps=cfg.general.max_step)
     requests = make_requests(cfg.general, alive_nodes(), train=args.learn)
-    setup = learner_setup(spaces) if args.learn else None
+    setup = learner_setup(spaces) if args.learn else {}
     runtime = RayRuntime(
         cfg.general,
         RoleConfigs.of(cfg),
