@@ -89,8 +89,13 @@ class PendingRun:
 #: While some policies wait for their turn, the others' collection asks after them every this
 #: many vector steps (a call to the coordinator each).
 POLL_EVERY = 8
-#: How long a policy whose turn came waits for the others' (seconds): a learner's update.
+#: How long the policies whose turn came wait for the others' (seconds), see _turn_grace:
+#: while a chunk is begun, TURN_GRACE_S; otherwise GRACE_PER_GAP times the widest gap seen
+#: between a round's first turn and its last (MAX_TURN_GRACE_S until one is seen), within
+#: [TURN_GRACE_S, MAX_TURN_GRACE_S].
 TURN_GRACE_S = 0.5
+MAX_TURN_GRACE_S = 10.0
+GRACE_PER_GAP = 4.0
 
 
 class MultiAgentWorker:
@@ -160,6 +165,7 @@ class MultiAgentWorker:
                 self.rows[pid] = AgentRows(slots[pid], sender.chunk_len)
         self.lockstep = cfg.lockstep
         self.collecting: set[str] = set(self.channels)  # the policies whose rows are kept
+        self.widest_turn_gap_s: float | None = None  # of the rounds whose turns all came in time
         self.run_pending = PendingRun()
         self.own_env_steps = 0  # since the last report went (the run's count adds them)
         self.vector_steps = 0  # since the last chunk (test mode: a report every chunk_steps)
@@ -230,12 +236,13 @@ class MultiAgentWorker:
     def _take_turns(self, wait_s: float) -> bool:
         """Which policies may collect now (``self.collecting``); False when none may yet.
 
-        One env holds every policy's agents, so the worker waits only when no policy may
-        collect: a policy whose learner waits for this worker's next rollout must not wait
-        behind another's newer weights (their learners would each wait for the other's
-        worker). A policy that may not collect yet acts with the weights it has, and what
-        its agents do meanwhile is not kept (:meth:`AgentRows.discard`). Lockstep takes
-        every policy's turn in order, as a single-agent worker does.
+        One env holds every policy's agents, so the worker waits without bound only when no
+        policy may collect: a policy whose learner waits for this worker's next rollout must
+        not wait long behind another's newer weights (their learners could each wait for the
+        other's worker). Once one policy may collect, the others get a bounded wait
+        (:meth:`_turn_grace`). A policy that may not collect yet acts with the weights it has,
+        and what its agents do meanwhile is not kept (:meth:`AgentRows.discard`). Lockstep
+        takes every policy's turn in order, as a single-agent worker does.
         """
         channels = self.channels
         if self.lockstep:
@@ -249,19 +256,46 @@ class MultiAgentWorker:
             if not next(iter(channels.values())).wait_for_turn(wait_s):
                 return False
             ready = {pid for pid, channel in channels.items() if channel.wait_for_turn(0.0)}
-        # Learners fed at the same time publish at about the same time: a short wait for the
-        # others keeps policies whose agents decide equally often collecting side by side.
-        deadline = time.monotonic() + min(TURN_GRACE_S, wait_s)
+        # Learners fed at the same time publish at about the same time: a wait for the others
+        # keeps policies whose agents decide equally often collecting side by side.
+        opened = time.monotonic()
+        deadline = opened + self._turn_grace(wait_s)
         for pid, channel in channels.items():
-            left = deadline - time.monotonic()
-            if pid not in ready and left > 0 and channel.wait_for_turn(left):
-                ready.add(pid)
+            while pid not in ready and not self.stop:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if channel.wait_for_turn(min(left, wait_s)):
+                    ready.add(pid)
+        if ready == set(channels) and wait_s > 0:
+            gap_s = time.monotonic() - opened
+            self.widest_turn_gap_s = max(gap_s, self.widest_turn_gap_s or 0.0)
         for pid in ready - self.collecting:
             rows = self.rows.get(pid)
             if rows is not None:
                 rows.discard()  # collected with weights older than its turn's
         self.collecting = ready
         return True
+
+    def _turn_grace(self, wait_s: float) -> float:
+        """How long the policies whose turn came wait for the others' (seconds).
+
+        Policies whose agents decide equally often (a parallel env's) push their chunks
+        together, and their learners publish about together: waiting for the last one keeps
+        them in step, where starting without it would lose what its agents do until its
+        turn. So when no chunk is begun the wait is a few times the widest gap seen between
+        a round's turns. A policy midway through a chunk may have a learner waiting for this
+        worker, so then the wait is short. Every wait is bounded: workers whose policies'
+        learners wait on each other's workers go on after it (no deadlock).
+        """
+        if wait_s <= 0:  # one process: the learners take their turns when the worker returns
+            return 0.0
+        begun = any(self.rows[pid].held for pid in self.collecting if pid in self.rows)
+        if begun:
+            return min(TURN_GRACE_S, wait_s)
+        if self.widest_turn_gap_s is None:
+            return MAX_TURN_GRACE_S
+        return min(MAX_TURN_GRACE_S, max(TURN_GRACE_S, GRACE_PER_GAP * self.widest_turn_gap_s))
 
     def _chunk_ready(self) -> bool:
         if self.train:
