@@ -108,6 +108,10 @@ class TwoNodes:
         for node in self.nodes:
             node.track()
 
+    def exit_notes(self) -> str:
+        """Why a node of this cluster exited, for a failure message ("" while both run)."""
+        return "\n".join(note for node in self.nodes if (note := node.exit_note()))
+
     def stop(self) -> dict:
         left: dict = {}
         for node in reversed(self.nodes):
@@ -175,6 +179,8 @@ def _main(cluster: TwoNodes, *args: str, timeout: float = 400) -> subprocess.Com
     if proc.poll() is None:
         proc.kill()
     out, err = proc.communicate(timeout=30)
+    if proc.returncode:
+        err += cluster.exit_notes()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
@@ -517,7 +523,9 @@ def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs
         text=True,
         timeout=400,
     )
-    assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
+    assert submit.returncode == 0, (
+        submit.stdout[-3000:] + submit.stderr[-3000:] + cluster.exit_notes()
+    )
     (job_id,) = set(re.findall(r"raysubmit_\w+", submit.stdout + submit.stderr))
     logs = subprocess.run(
         [*ray_cli, "logs", f"--address={address}", job_id],

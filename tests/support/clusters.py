@@ -84,6 +84,20 @@ class RayNode:
         self.log.flush()
         return self.log_path.read_text()
 
+    def exit_note(self) -> str:
+        """Empty while the node runs; once it has exited, why: the end of its ``ray start``
+        output (``--block`` names the Ray process whose exit took the node down) and of its
+        processes' error logs."""
+        code = self.proc.poll()
+        if code is None:
+            return ""
+        parts = [f"[{self.name} node exited ({code}); its output ends:]", self.log_text()[-1200:]]
+        for err in sorted(self.temp_dir.glob("session_2*/logs/*.err")):
+            tail = err.read_text(errors="replace").strip().splitlines()[-5:]
+            if tail:
+                parts += [f"[{err.name}:]", *tail]
+        return "\n".join(parts)[:2500]
+
     def track(self) -> None:
         """Record every process below ``ray start`` now (raylet, agents, workers)."""
         if self.proc.poll() is None:
