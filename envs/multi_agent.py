@@ -19,28 +19,14 @@ max_step``) truncates every agent still in the game after that many env steps.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
+from envs.agent_api import is_multi_agent, is_turn_based
 from envs.errors import EnvSpecError
-
-
-def is_multi_agent(env: Any) -> bool:
-    """Whether ``env`` is a PettingZoo env (turn-based or parallel), wrapped or not."""
-    if importlib.util.find_spec("pettingzoo") is None:
-        return False
-    from pettingzoo import AECEnv, ParallelEnv
-
-    return isinstance(env, AECEnv | ParallelEnv)
-
-
-def is_turn_based(env: Any) -> bool:
-    from pettingzoo import AECEnv
-
-    return isinstance(env, AECEnv)
+from envs.registry import make_base_env
 
 
 @dataclass(frozen=True)
@@ -190,8 +176,6 @@ def make_multi_agent_env(
     env_cfg: Any, *, max_steps: int = -1, render_mode: str | None = None
 ) -> MultiAgentEnv:
     """The multi-agent env ``env_cfg`` names (its id and kwargs), as a :class:`MultiAgentEnv`."""
-    from envs.registry import make_base_env  # the registry asks this module what an env is
-
     env = make_base_env(env_cfg, render_mode=render_mode)
     if not is_multi_agent(env):
         env.close()

@@ -14,9 +14,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.agent_api import is_multi_agent
 from envs.errors import EnvSpecError, one_line
 from envs.extras import ENTRY_POINT_FAMILIES, extra_by_family, find_extra, missing_line
-from envs.multi_agent import AgentSpaces, is_multi_agent
+from envs.multi_agent import AgentSpaces
 from envs.observations import unsupported_observation_space
 from envs.registry import make_base_env, resolve_env_id
 from envs.wrappers import WRAPPERS

@@ -24,10 +24,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.agent_api import is_multi_agent
 from envs.errors import EnvSpecError
 from envs.extras import NAMESPACE_MODULES, find_extra, missing_line
 from envs.latency import StepLatency, step_latency_of
-from envs.multi_agent import is_multi_agent
 from envs.wrappers import FIRST_WRAPPERS, WRAPPERS
 
 ENV_FAMILIES = ("gym",)
