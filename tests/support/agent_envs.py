@@ -66,3 +66,33 @@ class TwoSpacesWorld(ParallelEnv):
         done = dict.fromkeys(self.agents, True)
         self.agents = []
         return obs, dict.fromkeys(done, 0.0), done, dict.fromkeys(done, False), {}
+
+
+class FlakyTicTacToe:
+    """PettingZoo's tic-tac-toe whose ``step`` raises on about ``rate`` of its calls, as a
+    game client that fails now and then (seeded by the env's reset seed, else by how many
+    such envs this process built: a rebuilt env does not fail where its predecessor did)."""
+
+    built = 0
+
+    def __new__(cls, rate: float = 0.02) -> Any:
+        from pettingzoo.classic import tictactoe_v3
+
+        env = tictactoe_v3.env()
+        step, reset = env.step, env.reset
+        cls.built += 1
+        rng = np.random.default_rng(cls.built)
+
+        def flaky_reset(seed: int | None = None, options: dict | None = None) -> None:
+            nonlocal rng
+            if seed is not None:
+                rng = np.random.default_rng(seed)
+            reset(seed=seed, options=options)
+
+        def flaky_step(action: Any) -> None:
+            if rng.random() < rate:
+                raise RuntimeError("the game client lost its connection")
+            step(action)
+
+        env.reset, env.step = flaky_reset, flaky_step
+        return env

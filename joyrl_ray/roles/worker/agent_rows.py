@@ -99,6 +99,11 @@ class AgentRows:
         """Complete transitions not yet in a chunk."""
         return self.complete_rows
 
+    @property
+    def open_decisions(self) -> int:
+        """Decisions still waiting for their outcome."""
+        return int((self.open >= 0).sum())
+
     def take(self) -> Batch:
         """A ``[length, slots]`` chunk of the oldest complete transitions (``full`` first)."""
         assert self.full, "take() before the chunk is full"

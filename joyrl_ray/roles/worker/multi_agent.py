@@ -165,6 +165,7 @@ class MultiAgentWorker:
                 self.rows[pid] = AgentRows(slots[pid], sender.chunk_len)
         self.lockstep = cfg.lockstep
         self.collecting: set[str] = set(self.channels)  # the policies whose rows are kept
+        self.lost: dict[str, int] = {}  # transitions dropped here since the policy's last report
         self.widest_turn_gap_s: float | None = None  # of the rounds whose turns all came in time
         self.run_pending = PendingRun()
         self.own_env_steps = 0  # since the last report went (the run's count adds them)
@@ -226,9 +227,7 @@ class MultiAgentWorker:
         for pid, channel in self.channels.items():
             if pid not in self.collecting and channel.wait_for_turn(0.0):
                 self.times.weights_wait_s += channel.weights.take(None, now=False)
-                rows = self.rows.get(pid)
-                if rows is not None:
-                    rows.discard()
+                self._forget_waiting_rows(pid)
                 self.collecting.add(pid)
                 joined[pid] = channel.weights.version
         return joined
@@ -271,9 +270,7 @@ class MultiAgentWorker:
             gap_s = time.monotonic() - opened
             self.widest_turn_gap_s = max(gap_s, self.widest_turn_gap_s or 0.0)
         for pid in ready - self.collecting:
-            rows = self.rows.get(pid)
-            if rows is not None:
-                rows.discard()  # collected with weights older than its turn's
+            self._forget_waiting_rows(pid)  # collected with weights older than its turn's
         self.collecting = ready
         return True
 
@@ -310,7 +307,8 @@ class MultiAgentWorker:
             rows = self.rows.get(pid)
             if pid not in self.collecting:
                 if rows is not None and rows.full:
-                    rows.discard()  # its turn has not come: its learner has this worker's
+                    # Its turn has not come: its learner has this worker's last chunk.
+                    self._forget_waiting_rows(pid)
                 continue
             if rows is not None and rows.full:
                 self._push(pid, rows.take(), versions[pid])
@@ -322,13 +320,18 @@ class MultiAgentWorker:
             self._push(next(iter(self.channels)), None, versions[next(iter(self.channels))])
 
     def finish(self) -> WorkerStats:
-        """At the stop: settle the acks and report what is left to report."""
+        """At the stop: settle the acks and report what is left to report (the transitions
+        of chunks begun, and the decisions still without an outcome, as dropped)."""
         for pid, channel in self.channels.items():
             channel.wait_for_acks(0)
             unfinished = channel.sender.unfinished()
             if unfinished:
                 channel.report.dropped["nstep_unfinished"] = unfinished
-            if unfinished or channel.report.episodes or self.run_pending.env_steps:
+            rows = self.rows.get(pid)
+            if rows is not None and (held := rows.held + rows.open_decisions):
+                self._lost(pid, "unsent_at_stop", held)
+            lost = self.lost.get(pid, 0)
+            if unfinished or lost or channel.report.episodes or self.run_pending.env_steps:
                 self._push(pid, None, channel.weights.version)
                 channel.wait_for_acks(0)
         return self.stats()
@@ -439,8 +442,8 @@ class MultiAgentWorker:
                 continue
             slot = self.slot_of[(i, agent)]
             rows = self.rows.get(pid)
-            if rows is not None:
-                rows.drop_open(slot)
+            if rows is not None and rows.drop_open(slot):
+                self._lost(pid, "env_error", 1)  # the decision whose outcome never came
             self.episodes[pid].forget(slot)
             self.trajectories.pop((pid, slot), None)
             self.deciding.pop((pid, slot), None)
@@ -476,15 +479,28 @@ class MultiAgentWorker:
     def _push(self, pid: str, chunk: Batch | None, version: int) -> None:
         """Send ``pid``'s chunk (collected with weights ``version``), or only its report."""
         channel = self.channels[pid]
-        transitions = 0
+        transitions = self.lost.pop(pid, 0)  # those it dropped itself count as collected
         if chunk:
-            transitions = batch_rows(chunk) * chunk[REWARDS].shape[1]
+            transitions += batch_rows(chunk) * chunk[REWARDS].shape[1]
             chunk[REWARDS] = learning_rewards(chunk[REWARDS], self.cfg.env)
             payload = channel.sender.prepare(chunk, version)
         else:
             payload = Payload(None, 0, version)
         report = self._take_report(pid, payload.rows, transitions)
         channel.send(payload, report, collected=bool(chunk))
+
+    def _forget_waiting_rows(self, pid: str) -> None:
+        """Forget what ``pid``'s agents did while its turn had not come (see _take_turns)."""
+        rows = self.rows.get(pid)
+        if rows is not None:
+            self._lost(pid, "waiting_for_turn", rows.discard())
+
+    def _lost(self, pid: str, reason: str, transitions: int) -> None:
+        """Count ``transitions`` of ``pid``'s that this worker dropped, for its next report."""
+        if transitions:
+            dropped = self.channels[pid].report.dropped
+            dropped[reason] = dropped.get(reason, 0) + transitions
+            self.lost[pid] = self.lost.get(pid, 0) + transitions
 
     def _take_report(self, pid: str, rows: int, transitions: int) -> WorkerReport:
         channel = self.channels[pid]
