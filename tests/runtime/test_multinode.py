@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,23 @@ class TwoNodes:
         for node in self.nodes:
             node.track()
 
+    def revive(self) -> None:
+        """Start both nodes again if the head exited while no run of a test was on it.
+
+        Under the load of a CI run, a Ray subprocess of the oldest supported Ray's head has
+        been seen to exit between two tests, and ``ray start --block`` then takes the whole
+        node down: the next tests would all fail on a cluster that is gone, testing nothing of
+        this project. The cluster is started again, said in a warning with why it went."""
+        if self.head.proc.poll() is None:
+            return
+        note = self.exit_notes()
+        self.stop()
+        fresh = _start_head()
+        fresh.start_node2()
+        vars(self).update(vars(fresh))
+        gone = f"the test cluster's head node had exited; started again.\n{note}"
+        warnings.warn(gone, stacklevel=3)
+
     def exit_notes(self) -> str:
         """Why a node of this cluster exited, for a failure message ("" while both run)."""
         return "\n".join(note for node in self.nodes if (note := node.exit_note()))
@@ -154,6 +172,8 @@ def cluster():
 
 
 def _args(cluster: TwoNodes, tasks: Path, *extra: str) -> list[str]:
+    """A run's arguments on ``cluster`` (started again first if its head had exited)."""
+    cluster.revive()
     return [
         f"general_cfg.ray_address={cluster.address}",
         "general_cfg.save_fig=false",
@@ -494,6 +514,7 @@ JOB_STEPS = 300  # the job shows where its driver runs and writes, not learning
 @pytest.mark.ray_compat
 @pytest.mark.oldest_leg_per_commit
 def test_ray_job_submit_runs_and_writes_the_task_directory_where_its_driver_runs(cluster):
+    cluster.revive()
     if cluster.node2.proc.poll() is None and cluster.node2_shares_the_heads_temp_dir():
         # Ray 2.50 ignores a worker node's --temp-dir: node 2 unpacks the job's working_dir
         # into the head's copy, over the job's running driver (docs/cluster-versions.md).
