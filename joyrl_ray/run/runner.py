@@ -309,10 +309,11 @@ def _run_in(
         if not train and cfg.env.render_mode is not None and outcome.exit_code == EXIT_OK:
             render = record_video(
                 cfg,
-                start.policy,
+                start.policy if plan is None else start.acting,
                 task,
                 n_episodes=general.render_n_episodes,
                 normalization=(start.checkpoint or {}).get(CHECKPOINT_KEY),
+                plan=plan,
             )
             if "render_error" in render:
                 recorder.log(f"rendering failed: {render['render_error']}")

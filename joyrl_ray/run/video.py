@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
+from joyrl_ray.roles.evaluator.config import EvaluatorConfig
 from joyrl_ray.roles.evaluator.evaluator import Evaluator
+from joyrl_ray.roles.evaluator.games import GameEvaluator
 from joyrl_ray.run.atomic_file import atomic_write
 from joyrl_ray.run.task_dir import TaskDir
 
@@ -67,6 +71,30 @@ class FrameSampler:
         self.steps += 1
 
 
+def _no_frame(env: Any) -> None:
+    """``render_mode: human``: the env draws its window by itself."""
+
+
+def _play_games(
+    cfg: Any,
+    plan: MultiAgentPlan,
+    policies: dict[str, Any],
+    n_games: int,
+    on_step: Callable[[Any], None],
+    returns: list[float],
+) -> float:
+    """``n_games`` rendered games of a multi-agent run (each game's return in ``returns``:
+    its agents' mean); the env's frame rate."""
+    games = GameEvaluator(EvaluatorConfig.of(cfg, plan), render_mode=cfg.env.render_mode)
+    try:
+        for index in range(n_games):
+            by_agent = games.play_game(policies, index, on_step)
+            returns.append(float(np.mean(list(by_agent.values()))))
+        return _fps(games.envs[0].env)
+    finally:
+        games.close()
+
+
 def _fps(env: Any) -> float:
     fps = (getattr(env, "metadata", None) or {}).get("render_fps")
     return float(fps) if fps else float(DEFAULT_FPS)
@@ -91,8 +119,11 @@ def record_video(
     task: TaskDir,
     n_episodes: int,
     normalization: dict[str, Any] | None = None,
+    plan: MultiAgentPlan | None = None,
 ) -> dict[str, Any]:
-    """Play ``n_episodes`` greedy episodes with the configured render mode.
+    """Play ``n_episodes`` greedy episodes with the configured render mode (a multi-agent
+    run's, with ``plan``: games, every agent acting with its own policy, ``policy`` the
+    learning policies' acting ones by name).
 
     Returns what the summary should say: ``video`` (the gif's path) for ``rgb_array``,
     ``rendered_episodes``, and ``render_error`` when the window could not be used.
@@ -100,24 +131,28 @@ def record_video(
     mode = cfg.env.render_mode
     info: dict[str, Any] = {"render_mode": mode}
     sampler = FrameSampler() if mode == "rgb_array" else None
+    on_step = sampler if sampler is not None else _no_frame
     returns: list[float] = []
     try:
-        evaluator = Evaluator(
-            cfg.env,
-            policy,
-            seed=cfg.general.seed,
-            max_step=cfg.general.max_step,
-            render_mode=mode,
-            stream="video",
-            normalization=normalization,  # the checkpoint's, frozen
-        )
-        try:
-            for _ in range(n_episodes):
-                ret, _ = evaluator.run_episode(on_step=sampler)
-                returns.append(ret)
-            fps = _fps(evaluator.env)
-        finally:
-            evaluator.close()
+        if plan is not None:
+            fps = _play_games(cfg, plan, policy, n_episodes, on_step, returns)
+        else:
+            evaluator = Evaluator(
+                cfg.env,
+                policy,
+                seed=cfg.general.seed,
+                max_step=cfg.general.max_step,
+                render_mode=mode,
+                stream="video",
+                normalization=normalization,  # the checkpoint's, frozen
+            )
+            try:
+                for _ in range(n_episodes):
+                    ret, _ = evaluator.run_episode(on_step=sampler)
+                    returns.append(ret)
+                fps = _fps(evaluator.env)
+            finally:
+                evaluator.close()
     except Exception as exc:  # a window that cannot open must not lose the test results
         info["render_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
         return info

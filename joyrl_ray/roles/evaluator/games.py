@@ -19,6 +19,7 @@ and ``reward_threshold`` read unless ``multi_agent.threshold`` names another).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,10 +76,11 @@ class SeatResults:
 class GameEvaluator:
     """Plays greedy episodes of a multi-agent env: a policy against its opponents."""
 
-    def __init__(self, cfg: EvaluatorConfig) -> None:
+    def __init__(self, cfg: EvaluatorConfig, render_mode: str | None = None) -> None:
         torch.set_num_threads(1)
         assert cfg.multi_agent is not None
         self.cfg = cfg
+        self.render_mode = render_mode  # test mode's rendered games (run/video.py)
         self.plan: MultiAgentPlan = cfg.multi_agent
         self.policies: dict[str, Policy] = {
             pid: acting_policy(plan, worker_id="eval", seed=cfg.seed)
@@ -123,6 +125,35 @@ class GameEvaluator:
         result = EvalResult(updates, env_steps, returns, 0, self.env_errors, self.last_error)
         result.policy, result.opponents = policy, results
         return result
+
+    def play_game(
+        self, policies: dict[str, Policy], index: int, on_step: Callable[[Any], None]
+    ) -> dict[str, float]:
+        """Game ``index`` with every agent acting greedily with its own policy (``policies``:
+        the learning ones' acting policies; the fixed ones act as they are), ``on_step``
+        called with the env after its reset and after each step; each agent's return. A
+        game whose env raises is played again."""
+        self.policies.update(policies)
+        mapping = self.plan.mapping
+        seats = {a: (mapping[a], self.policies[mapping[a]]) for a in self.plan.agents}
+        if not self.envs:
+            self.envs.append(self._make_env())
+        judged = (next(iter(policies)), SeatResults())
+        while True:
+            env = self.envs[0]
+            seed = derive_seed(self.cfg.seed, "render", index, self.env_errors)
+            if not self._guarded(self.envs, 0, lambda e=env, s=seed: e.reset(s)):
+                continue
+            returns = {a: 0.0 for a in self.plan.agents}
+            running: dict[int, dict[str, float]] = {0: returns}
+            finished: list[dict[str, float]] = []
+            on_step(self.envs[0].env)
+            while running:
+                if self._step_all(self.envs, running, seats, finished, judged):
+                    break  # the env raised: the game is played again on a rebuilt env
+                on_step(self.envs[0].env)
+            if finished:
+                return finished[0]
 
     def interrupt(self) -> None:
         self.interrupted.set()
@@ -179,7 +210,7 @@ class GameEvaluator:
         """``n`` greedy episodes with each agent acting as ``seats`` says; each episode's
         return per agent. An env that raises loses its episode, which is played again."""
         while len(self.envs) < min(n, SIDE_BY_SIDE):
-            self.envs.append(make_multi_agent_env(self.cfg.env, max_steps=self.cfg.max_step))
+            self.envs.append(self._make_env())
         envs = self.envs[: min(n, SIDE_BY_SIDE)]
         finished: list[dict[str, float]] = []
         started = 0
@@ -261,5 +292,10 @@ class GameEvaluator:
                 envs[i].close()
             except Exception:  # a broken env may fail to close: replaced either way
                 pass
-            envs[i] = self.envs[i] = make_multi_agent_env(self.cfg.env, max_steps=self.cfg.max_step)
+            envs[i] = self.envs[i] = self._make_env()
             return False
+
+    def _make_env(self) -> MultiAgentEnv:
+        return make_multi_agent_env(
+            self.cfg.env, max_steps=self.cfg.max_step, render_mode=self.render_mode
+        )
