@@ -134,8 +134,14 @@ class Recorder:
         )
         self.eval_fields = AGENT_EVAL_FIELDS if agents else EVAL_FIELDS
         self.eval_file, self.eval_csv = _open_csv(task.results / "evals.csv", self.eval_fields)
+        # A multi-agent run's progress rows add each learning policy's updates and its
+        # agents' recent return.
+        self.progress_fields = PROGRESS_FIELDS + tuple(
+            f"{column}/{p}" for p in policies or [] for column in ("updates", "return_recent")
+        )
+        self.policy_updates = dict.fromkeys(policies or [], 0)
         self.progress_file, self.progress_csv = _open_csv(
-            task.results / "progress.csv", PROGRESS_FIELDS
+            task.results / "progress.csv", self.progress_fields
         )
         self.trajs = TrajectoryWriter(task.results) if collect_traj else None
         history = history or {}
@@ -220,6 +226,10 @@ class Recorder:
             for key, value in ep.explore.items():  # the policy's exploration_stats (epsilon, ...)
                 self.tb.add_scalar(f"{self._tag('explore', ep.policy)}/{key}", value, ep.env_steps)
         for report in reports.learner:
+            if report.policy in self.policy_updates:
+                self.policy_updates[report.policy] = max(
+                    self.policy_updates[report.policy], report.updates
+                )
             tag = self._tag("learner", report.policy)
             for key, value in report.metrics.items():
                 self.tb.add_scalar(f"{tag}/{key}", value, report.updates)
@@ -376,9 +386,13 @@ class Recorder:
             "limit": limit,
             "workers": workers,
         }
+        for policy, updates in self.policy_updates.items():
+            recent = self.recent_by_policy.get(policy)
+            row[f"updates/{policy}"] = updates
+            row[f"return_recent/{policy}"] = round(float(np.mean(recent)), 3) if recent else ""
         self.progress_csv.writerow(row)
         if self.tracking is not None:
-            self.tracking.log_metrics("progress", {k: row[k] for k in PROGRESS_FIELDS})
+            self.tracking.log_metrics("progress", {k: row[k] for k in self.progress_fields})
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.task.results / "summary.json"

@@ -4,6 +4,7 @@ and resumes."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +82,11 @@ def test_simple_spread_with_a_policy_per_agent_trains_each_checkpoints_and_resum
         assert figures["updates"] == 10, figures
         assert figures["transitions_collected"] == first["env_steps"] == 8000, figures
         assert (first_task / "models" / name / "last.pt").is_file()
+    # progress.csv follows each policy: its updates (as its learner last reported them).
+    with (first_task / "results" / "progress.csv").open(newline="") as f:
+        last_row = list(csv.DictReader(f))[-1]
+    for name in policies:
+        assert 0 < int(last_row[f"updates/{name}"]) <= first["policies"][name]["updates"]
     digests = {first["policies"][n]["params_digest"] for n in policies}
     assert len(digests) == 3  # three policies, each trained apart
 
