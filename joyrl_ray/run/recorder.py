@@ -387,9 +387,11 @@ class Recorder:
             "workers": workers,
         }
         for policy, updates in self.policy_updates.items():
-            recent = self.recent_by_policy.get(policy)
+            its_returns = self.recent_by_policy.get(policy)
             row[f"updates/{policy}"] = updates
-            row[f"return_recent/{policy}"] = round(float(np.mean(recent)), 3) if recent else ""
+            row[f"return_recent/{policy}"] = (
+                round(float(np.mean(its_returns)), 3) if its_returns else ""
+            )
         self.progress_csv.writerow(row)
         if self.tracking is not None:
             self.tracking.log_metrics("progress", {k: row[k] for k in self.progress_fields})
