@@ -174,7 +174,14 @@ def run_trial(sampled: dict[str, Any], template: TrialTemplate) -> None:
     reporter = Reporter(trial_id, trial_root, template.checkpoint_env_steps)
 
     def on_eval(row: dict[str, Any], task_dir: Path) -> None:
-        reporter.report({**metrics.add(row), **lineage_of, "task_dir": str(task_dir)}, task_dir)
+        reported = {**metrics.add(row), **lineage_of, "task_dir": str(task_dir)}
+        if 0 < budget <= row["env_steps"]:
+            # The run's last evaluation goes with its final report, made once its summary is
+            # written: a scheduler that pauses the trial on a report (PBT does, while another
+            # trial waits to run) must not cut the run between its budget and its summary, or
+            # the trial would end on a run without one (its resume has nothing left to train).
+            return
+        reporter.report(reported, task_dir)
 
     result = run(cfg, on_eval=on_eval)
     summary = result.summary
