@@ -12,6 +12,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from joyrl_ray.league.league import LeagueSettings
+
 #: ``fixed`` values that are not an import path: how a policy that does not learn acts.
 FIXED_RANDOM = "random"
 FIXED_CHECKPOINT = "checkpoint"
@@ -40,6 +42,7 @@ class MultiAgentPlan:
     policies: dict[str, PolicyPlan]
     turn_based: bool
     eval_opponents: tuple[str, ...] = field(default_factory=tuple)
+    league: LeagueSettings | None = None  # self-play: the league deals the seats each game
 
     @property
     def trained(self) -> list[str]:

@@ -262,6 +262,76 @@ MULTI_AGENT_CASES = [
     ),
 ]
 
+LEARNER = "multi_agent.policies={main: {algo_name: PPO}}"
+LEAGUE_CASES = [
+    Case(
+        "league_on_a_single_agent_env",
+        fixed("league.main=main", "league.snapshot_every_updates=10"),
+        r"league: env_cfg\.id='CartPole-v1' is a single-agent env",
+        r"remove the league section",
+    ),
+    Case(
+        "league_snapshot_rule_without_a_main_policy",
+        agents(LEARNER, "league.snapshot_every_updates=10"),
+        r"league\.main is not set",
+        r"allowed: main",
+    ),
+    Case(
+        "league_main_that_does_not_learn",
+        agents(
+            LEARNER,
+            "multi_agent.policies.main.fixed=random",
+            "multi_agent.policies.learner={}",
+            "league.main=main",
+            "league.snapshot_every_updates=10",
+        ),
+        r"league\.main='main' is not a learning policy",
+        r"allowed: learner",
+    ),
+    Case(
+        "league_without_a_snapshot_rule",
+        agents(LEARNER, "league.main=main"),
+        r"league: no snapshot rule",
+        r"league\.snapshot_every_updates",
+    ),
+    Case(
+        "league_exploiter",
+        agents(
+            LEARNER,
+            "league.main=main",
+            "league.snapshot_every_updates=10",
+            "league.exploiters=[main]",
+        ),
+        r"league\.exploiters=\['main'\]",
+        r"allowed: \[\]",
+    ),
+    Case(
+        "league_with_a_second_policy",
+        agents(
+            "multi_agent.policies={main: {}, other: {fixed: random}}",
+            "multi_agent.policy_mapping={player_1: main, player_2: other}",
+            "league.main=main",
+            "league.snapshot_every_updates=10",
+        ),
+        r"league: multi_agent\.policies has other beside league\.main=main",
+        r"remove them",
+    ),
+    Case(
+        "league_unknown_opponent_rule",
+        agents(
+            LEARNER, "league.main=main", "league.snapshot_every_updates=10", "league.opponents=psfp"
+        ),
+        r"league\.opponents",
+        r"self_play, uniform, pfsp",
+    ),
+    Case(
+        "league_unknown_key",
+        agents(LEARNER, "league.main=main", "league.snapshot_every=10"),
+        r"league\.snapshot_every\b",
+        r"did you mean league\.snapshot_every_updates\?",
+    ),
+]
+
 CASES = [
     # keys and sections
     Case(
@@ -678,6 +748,7 @@ CASES = [
         r"supported ids .*CartPole-v1.*Pendulum-v1",
     ),
     *MULTI_AGENT_CASES,
+    *LEAGUE_CASES,
 ]
 
 # Checked before Ray starts, against the process's own Ray: run as a subprocess (a run in

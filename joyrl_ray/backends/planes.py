@@ -26,6 +26,7 @@ from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow, DataPlane, DataSetup
 from joyrl_ray.flows.joined import JoinedPlanes, PolicyFactory
 from joyrl_ray.flows.registry import flow_for
+from joyrl_ray.league.league import LeagueSettings
 from joyrl_ray.normalization import NormSettings
 from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.learner.source import LearnerLinks
@@ -53,6 +54,8 @@ class PlaneSetup:
     # policy of a single-agent run, with ``needs``).
     policies: dict[str, DataNeeds | None] | None = None
     start_updates: dict[str, int] | None = None  # a resumed multi-agent run's, per policy
+    league: LeagueSettings | None = None
+    start_league: dict[str, Any] | None = None  # a resumed league: its state and snapshots
 
     def flow(self) -> DataFlow:
         return flow_for(self.needs)
@@ -83,6 +86,8 @@ class PlaneSetup:
             "start_normalization": self.start_normalization,
             "policies": list(flows),
             "start_updates": self.start_updates,
+            "league": self.league,
+            "start_league": self.start_league,
         }
 
 

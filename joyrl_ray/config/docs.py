@@ -14,6 +14,7 @@ import re
 from algos import ALGORITHMS, ALIASES
 from envs import ENV_FAMILIES, EnvConfig
 from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.config.league import LeagueConfig
 from joyrl_ray.config.loading import JOYRL_KEYS
 from joyrl_ray.config.multi_agent import MultiAgentConfig, PolicyConfig
 
@@ -85,6 +86,8 @@ def reference() -> str:
         table(MultiAgentConfig, "multi_agent"),
         "Each entry of `multi_agent.policies`:",
         table(PolicyConfig, "multi_agent.policies.<name>"),
+        "## league (self-play in a multi-agent game; see docs/multi_agent.md#league)",
+        table(LeagueConfig, "league"),
     ]
     # Variants that only change defaults (DoubleDQN) share their base's table; a config that
     # adds keys (APPO over PPO) gets its own.

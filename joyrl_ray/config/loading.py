@@ -4,7 +4,8 @@ Each section is merged with OmegaConf against a typed dataclass schema: ``genera
 (:class:`GeneralConfig`), ``algo_cfg`` (the config class of the algorithm that the merged
 ``general_cfg.algo_name`` names), ``env_cfg`` (:class:`envs.EnvConfig`) and, for a
 multi-agent env, ``multi_agent`` (:class:`~joyrl_ray.config.multi_agent.MultiAgentConfig`;
-each of its policies' ``algo_cfg`` merged against its own algorithm's config class). Anything
+each of its policies' ``algo_cfg`` merged against its own algorithm's config class) and its
+``league`` (:class:`~joyrl_ray.config.league.LeagueConfig`). Anything
 wrong raises :class:`ConfigError` with one line naming the key or value and what is allowed
 (the checks: :mod:`joyrl_ray.config.checks`).
 """
@@ -31,9 +32,10 @@ from joyrl_ray.config.checks import (
     unknown_message,
 )
 from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.config.league import LeagueConfig
 from joyrl_ray.config.multi_agent import MultiAgentConfig, PolicyConfig
 
-SECTIONS = ("general_cfg", "algo_cfg", "env_cfg", "multi_agent")
+SECTIONS = ("general_cfg", "algo_cfg", "env_cfg", "multi_agent", "league")
 #: The keys of the config that ``build_config`` makes besides the sections: each policy's
 #: merged algo_cfg, by policy (a multi-agent run's).
 POLICY_ALGOS = "policy_algo_cfg"
@@ -183,6 +185,9 @@ def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]
         agents = _merge_multi_agent(agent_layers)
         sections["multi_agent"] = agents
         sections[POLICY_ALGOS] = _policy_algos(agents, general, algo_layers)
+    league_layers: list[dict[str, Any]] = [s["league"] for s in sources if s.get("league")]
+    if league_layers:
+        sections["league"] = _merge(LeagueConfig, league_layers, "league")
     return OmegaConf.create(sections)
 
 
@@ -264,17 +269,20 @@ class RunConfig:
     env: EnvConfig
     multi_agent: MultiAgentConfig | None = None  # a multi-agent env's section
     policy_algos: dict[str, Any] = dataclasses.field(default_factory=dict)  # its policies'
+    league: LeagueConfig | None = None  # self-play with snapshots (a multi-agent game's)
 
     @classmethod
     def from_omegaconf(cls, cfg: DictConfig) -> RunConfig:
         agents = cfg.get("multi_agent")
         algos = cfg.get(POLICY_ALGOS) or {}
+        league = cfg.get("league")
         return cls(
             general=OmegaConf.to_object(cfg.general_cfg),
             algo=OmegaConf.to_object(cfg.algo_cfg),
             env=OmegaConf.to_object(cfg.env_cfg),
             multi_agent=OmegaConf.to_object(agents) if agents is not None else None,
             policy_algos={str(p): OmegaConf.to_object(a) for p, a in algos.items()},
+            league=OmegaConf.to_object(league) if league is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -285,6 +293,8 @@ class RunConfig:
         }
         if self.multi_agent is not None:
             sections["multi_agent"] = dataclasses.asdict(self.multi_agent)
+        if self.league is not None:
+            sections["league"] = dataclasses.asdict(self.league)
         return sections
 
 

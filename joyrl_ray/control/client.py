@@ -10,11 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from joyrl_ray.control.coordinator import Coordinator, CoordinatorStats
+from joyrl_ray.league.league import Game
 from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.wire.handles import Call, Handle
 from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
+    LeagueView,
     LearnerReply,
     LearnerReport,
     LearnerStart,
@@ -67,6 +69,11 @@ class CoordinatorClient(RoleClient):
         return self._call(
             Coordinator.wait_for_weights, worker_id, known_version, timeout_s, self.policy
         )
+
+    def league_games(
+        self, worker_id: int, incarnation: int, games: list[Game], known_version: int
+    ) -> Call[LeagueView | None]:
+        return self._call(Coordinator.league_games, worker_id, incarnation, games, known_version)
 
     # ----- learners -----
     def learner_started(

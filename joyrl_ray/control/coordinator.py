@@ -36,17 +36,20 @@ from typing import Any
 import numpy as np
 
 from joyrl_ray.control.env_error_budget import EnvErrorBudget
+from joyrl_ray.control.league_desk import LeagueDesk
 from joyrl_ray.control.mailboxes import Mailboxes
 from joyrl_ray.control.policy_desk import PolicyDesk
 from joyrl_ray.control.run_normalization import RunNormalization
 from joyrl_ray.control.worker_roster import WorkerRoster
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.league.league import Game, LeagueSettings
 from joyrl_ray.normalization import NormSettings
 from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.wire.handles import Call, LocalStore, ObjectStore, RoleError
 from joyrl_ray.wire.messages import (
     CheckpointRef,
     Counters,
+    LeagueView,
     LearnerReply,
     LearnerReport,
     LearnerStart,
@@ -106,6 +109,7 @@ class CoordinatorStats:
     busy_s: float
     normalization: dict[str, Any] | None = None  # version and counts of the merged statistics
     policies: dict[str, PolicyStats] | None = None
+    league: dict[str, Any] | None = None  # the strongest member, ratings, league.csv's rows
 
 
 class Coordinator(WaitingRoom):
@@ -124,6 +128,8 @@ class Coordinator(WaitingRoom):
         start_normalization: dict[str, Any] | None = None,
         policies: Sequence[str] = (DEFAULT_POLICY,),
         start_updates: dict[str, int] | None = None,
+        league: LeagueSettings | None = None,
+        start_league: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.stop_rule = stop_rule
@@ -147,6 +153,7 @@ class Coordinator(WaitingRoom):
         self.mail = Mailboxes()
         self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
         self.busy_s = 0.0
+        self.league = None if league is None else LeagueDesk(league, self.store, start_league)
         freeze_startup_heap()
 
     @property
@@ -318,6 +325,17 @@ class Coordinator(WaitingRoom):
             )
             return self._ack(desk, known_version)
 
+    def league_games(
+        self, worker_id: int, incarnation: int, games: list[Game], known_version: int
+    ) -> LeagueView | None:
+        """A worker's finished league games (an earlier process's are left out), and what
+        it deals the next ones from, if newer than ``known_version``."""
+        with self._cond:
+            assert self.league is not None, "league_games in a run without a league"
+            if not self.workers.gone(worker_id, incarnation):
+                self.league.record(games)
+            return self.league.view(known_version)
+
     def drop_worker(self, worker_id: int) -> int:
         """A worker is gone for good. Returns the env steps it held back, lost with it."""
         with self._cond:
@@ -402,7 +420,13 @@ class Coordinator(WaitingRoom):
             self.mail.learner_times.add(report.times)
             if report.metrics:
                 self.mail.learner.append(report)
-            return LearnerReply(self._counters_of(desk), self.norm.to_checkpoint())
+            league = None
+            if self.league is not None and report.policy == self.league.settings.main:
+                if report.rank == 0:
+                    newest = desk.weights.newest()
+                    self.league.main_reported(report.updates, newest, self.counters.env_steps)
+                league = self.league.state()
+            return LearnerReply(self._counters_of(desk), self.norm.to_checkpoint(), league)
 
     def submit_checkpoint(self, checkpoint: CheckpointRef) -> None:
         """A checkpoint's reference for the driver to fetch and write (and maybe evaluate)."""
@@ -458,6 +482,8 @@ class Coordinator(WaitingRoom):
                 self.counters, self.stop_reason, self.stop_detail, len(self.workers.active)
             )
             reports.updates_by_policy = {p: desk.updates for p, desk in self.desks.items()}
+            if self.league is not None:
+                reports.league_frozen = self.league.take_frozen()
             return reports
 
     def stall_report(self) -> StallReport:
@@ -487,6 +513,7 @@ class Coordinator(WaitingRoom):
                 busy_s=round(self.busy_s, 3),
                 normalization=self.norm.summary(),
                 policies=policies,
+                league=None if self.league is None else self.league.summary(),
             )
 
     def _policy_stats(self, desk: PolicyDesk) -> PolicyStats:

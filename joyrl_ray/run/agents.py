@@ -10,6 +10,7 @@ and a fixed checkpoint's weights load. Each problem is one line (``ConfigError``
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from algos.recurrent import MEMORY
 from algos.scripted import load_script
 from envs.multi_agent import AgentSpaces
 from joyrl_ray.config import ConfigError, RunConfig
+from joyrl_ray.config.league import LeagueConfigError, league_settings
 from joyrl_ray.config.multi_agent import (
     MultiAgentConfigError,
     fixed_kind,
@@ -73,6 +75,15 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
             f"which agent each acts for, e.g. {example}"
         )
     refuse_unsupported(cfg)
+    league = None
+    if cfg.league is not None:  # the league's checks first: it deals the seats
+        learning = {name: policy.fixed is None for name, policy in section.policies.items()}
+        try:
+            league = league_settings(cfg.league, learning, spaces.agents, _symmetric(spaces))
+        except LeagueConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        # For the checks below, main plays every seat.
+        section = dataclasses.replace(section, policy_mapping={"*": league.main})
     algos = {
         name: (section.policies[name].algo_name, algo) for name, algo in cfg.policy_algos.items()
     }
@@ -86,6 +97,7 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
             if policy.fixed == FIXED_CHECKPOINT
         }
         plan = multi_agent_plan(section, spaces, algos, weights)
+        plan = dataclasses.replace(plan, league=league)
     except MultiAgentConfigError as exc:
         raise ConfigError(str(exc)) from None
     for planned in plan.policies.values():
@@ -93,8 +105,24 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
     return plan
 
 
+def _symmetric(spaces: AgentSpaces) -> bool:
+    """Whether every agent has the first one's spaces (a policy can take any seat)."""
+    first = spaces.agents[0]
+    return all(
+        spaces.observation[a] == spaces.observation[first]
+        and spaces.action[a] == spaces.action[first]
+        for a in spaces.agents
+    )
+
+
 def refuse_section(cfg: RunConfig) -> None:
-    """A single-agent env takes no ``multi_agent`` section."""
+    """A single-agent env takes no ``multi_agent`` or ``league`` section."""
+    if cfg.league is not None:
+        raise ConfigError(
+            f"league: env_cfg.id={cfg.env.id!r} is a single-agent env; a league plays "
+            "snapshots of a policy against it in a game of two seats or more (e.g. "
+            "pettingzoo.classic.connect_four_v3:env); remove the league section"
+        )
     if cfg.multi_agent is not None:
         raise ConfigError(
             f"multi_agent: env_cfg.id={cfg.env.id!r} is a single-agent env; remove the "

@@ -26,11 +26,19 @@ from joyrl_ray.roles.learner.learner import LearnerResult
 from joyrl_ray.run.atomic_file import atomic_write_bytes
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.evaluations import CheckpointEvaluations
+from joyrl_ray.run.league_files import write_snapshot
 from joyrl_ray.run.modes import REPLAY_FILE
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.run.signals import StopSignals, running
 from joyrl_ray.wire.handles import CallTimeout, RoleDied, RoleError
-from joyrl_ray.wire.messages import CheckpointRef, CheckpointReport, Placement, Reports, StallReport
+from joyrl_ray.wire.messages import (
+    CheckpointRef,
+    CheckpointReport,
+    Placement,
+    Reports,
+    StallReport,
+    Weights,
+)
 
 DRAIN_EVERY_S = 0.5  # at least this often; a checkpoint or the stop wakes the driver at once
 DRAIN_TIMEOUT_S = 30.0
@@ -231,6 +239,8 @@ class Driver:
         if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:
             self.placement_announced = True
             self.announce_placement(self.outcome.placements)
+        for name, weights in reports.league_frozen:  # before a checkpoint that names them
+            self._write_snapshot(name, weights)
         for ref in reports.checkpoints:
             self._fetch_checkpoint(ref)
         if reports.stop_reason is not None and self.outcome.stop_reason is None:
@@ -265,6 +275,16 @@ class Driver:
             self.recorder.log(f"the checkpoint at {ref.updates} updates was lost: {exc}")
             return
         self._write_checkpoint(checkpoint)
+
+    def _write_snapshot(self, name: str, weights: Weights) -> None:
+        """A snapshot the league froze: its weights to ``models/league/``."""
+        try:
+            arrays = self.runtime.store.get(weights.box, timeout_s=DRAIN_TIMEOUT_S)
+        except RoleError as exc:
+            self.recorder.log(f"the league's snapshot {name} was not written: {exc}")
+            return
+        write_snapshot(self.recorder.task.models, name, arrays)
+        self.recorder.log(f"league: froze {name} (weights version {weights.version})")
 
     @property
     def latest_state(self) -> bytes | None:

@@ -58,6 +58,7 @@ from joyrl_ray.run.agents import prepare_agents, refuse_section
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
+from joyrl_ray.run.league_files import carry_snapshots, league_start, write_league_csv
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.run.summary import PlaneStats, build_summary, fleet_changes
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
@@ -250,6 +251,7 @@ def plane_setup(
         saved_replay=buffer,
         normalization=NormSettings.of(cfg.env),
         policies=_policy_needs(cfg, plan) if plan is not None else None,
+        league=plan.league if plan is not None and train else None,
     )
 
 
@@ -319,6 +321,10 @@ def _run_in(
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
         summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
+        league = plane_stats.coordinator.league if plane_stats is not None else None
+        if league is not None:
+            write_league_csv(task.results, league["rows"])
+            recorder.log(f"league: strongest {league['strongest']}; {task.results / 'league.csv'}")
         summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
@@ -406,6 +412,10 @@ def _drive(
         planes.start_normalization = start.checkpoint.get(CHECKPOINT_KEY)
     if plan is not None and start.resume:
         planes.start_updates = start.policy_updates()
+    if planes.league is not None and start.resume and start.source is not None:
+        main = start.policy_checkpoints[planes.league.main]
+        planes.start_league = league_start(start.source, main.state)
+        carry_snapshots(start.source, recorder.task.models)
     roles = RoleConfigs.of(cfg, plan)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime

@@ -134,6 +134,8 @@ def build_summary(
     if coordinator is not None and cfg.multi_agent is not None:
         summary["policies"] = policy_summaries(recorder, planes, results)
         summary["episodes_dropped"] = coordinator.episodes_dropped
+        if coordinator.league is not None:
+            summary["league"] = {k: v for k, v in coordinator.league.items() if k != "rows"}
     elif coordinator is not None:
         dropped = Counter(coordinator.transitions_dropped)
         if data is not None:

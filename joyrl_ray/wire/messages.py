@@ -255,6 +255,16 @@ class InsertAck:
 
 
 @dataclass
+class LeagueView:
+    """What a worker deals a league's games from: the odds of the main policy's opponents
+    (its own name: its newest weights, self-play) and the weights of the snapshots in play."""
+
+    version: int
+    table: dict[str, float]  # opponent -> probability
+    members: dict[str, Weights]  # snapshot name -> its weights
+
+
+@dataclass
 class WorkerStart:
     env_steps: int
     stop: bool
@@ -280,6 +290,7 @@ class LearnerReply:
 
     counters: Counters
     normalization: dict[str, Any] | None = None
+    league: dict[str, Any] | None = None  # the league's state (the main policy's learner)
 
 
 @dataclass
@@ -361,6 +372,7 @@ class Reports:
     learner_times: LearnerTimes  # cumulative, all learners
     workers: int = 0  # workers in the run now (shed and dropped ones out, new ones in)
     updates_by_policy: dict[str, int] = field(default_factory=dict)
+    league_frozen: list[tuple[str, Weights]] = field(default_factory=list)  # new snapshots
 
 
 @dataclass

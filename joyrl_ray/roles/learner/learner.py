@@ -33,6 +33,7 @@ from algos import get_algorithm
 from algos.parallel import DataParallel
 from joyrl_ray.batch import Batch
 from joyrl_ray.heap import freeze_startup_heap
+from joyrl_ray.league.checkpoint import LEAGUE_KEY
 from joyrl_ray.normalization import CHECKPOINT_KEY
 from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.roles.learner.config import LearnerConfig
@@ -126,6 +127,7 @@ class Learner:
         self.weights_version = 0
         self.counters = Counters()
         self.normalization: dict[str, Any] | None = None  # as the coordinator last said
+        self.league: dict[str, Any] | None = None  # the league's state, as last said (its main)
         # A restored learner has a checkpoint to go back to; a new one makes its first
         # within first_checkpoint_s of its first update (see _first_checkpoint_due).
         self.has_checkpoint = start_state is not None
@@ -148,6 +150,7 @@ class Learner:
         self.weights_version = int(checkpoint.get("weights_version", 0))
         self.counters = Counters(**checkpoint.get("counters", {}))
         self.normalization = checkpoint.get(CHECKPOINT_KEY)
+        self.league = checkpoint.get(LEAGUE_KEY)
         rng = checkpoint.get("rng")
         if rng is not None:
             torch.set_rng_state(rng["torch"])
@@ -156,8 +159,9 @@ class Learner:
                 self.algorithm.torch_rng.set_state(rng["learning"])
 
     def state(self) -> dict[str, Any]:
-        """Everything a resumed learner needs (see :meth:`_restore`)."""
-        return {
+        """Everything a resumed learner needs (see :meth:`_restore`), and a league's state
+        (its main policy's learner: a resume takes the league from the checkpoint)."""
+        state = {
             "algo_name": self.cfg.algo_name,
             "policy": self.algorithm.state_dict(),
             "weights_version": self.weights_version,
@@ -169,6 +173,9 @@ class Learner:
                 "learning": self.algorithm.torch_rng.get_state(),
             },
         }
+        if self.league is not None:
+            state[LEAGUE_KEY] = self.league
+        return state
 
     @property
     def updates(self) -> int:
@@ -275,6 +282,8 @@ class Learner:
         counters = reply.counters
         self.counters = Counters(counters.env_steps, counters.episodes, self.updates)
         self.normalization = reply.normalization
+        if reply.league is not None:
+            self.league = reply.league
         self.metric_sums.clear()
         self.metric_count = 0
         self.last_report = time.monotonic()

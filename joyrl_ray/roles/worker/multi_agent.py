@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from algos.base import Policy
 from envs.multi_agent import MultiAgentEnv, make_multi_agent_env
 from envs.rewards import learning_rewards
 from joyrl_ray.batch import REWARDS, Batch, batch_rows
@@ -38,12 +39,19 @@ from joyrl_ray.roles.worker.channel import ACK_TIMEOUT_S, PolicyChannel
 from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP
 from joyrl_ray.roles.worker.kill_schedule import KillSchedule
+from joyrl_ray.roles.worker.league_seats import LeagueSeats
 from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.roles.worker.worker import WAIT_S, WorkerStats
 from joyrl_ray.seeding import derive_seed
-from joyrl_ray.wire.handles import ObjectStore, first_line
-from joyrl_ray.wire.messages import EpisodeColumns, Placement, WorkerReport, WorkerTimes
+from joyrl_ray.wire.handles import Call, ObjectStore, first_line
+from joyrl_ray.wire.messages import (
+    EpisodeColumns,
+    LeagueView,
+    Placement,
+    WorkerReport,
+    WorkerTimes,
+)
 from joyrl_ray.wire.where import node_here
 
 TRAJECTORY_KEYS = ("obs", "actions", "rewards", "terminated", "truncated", "next_obs")
@@ -173,6 +181,14 @@ class MultiAgentWorker:
         self.total_env_steps = 0
         self.stream_steps = 0
         self.incarnation = 0
+        self.store = store
+        # A league run (training): the league deals each game's seats; its snapshots act.
+        league = self.plan.league if self.train else None
+        self.seats = (
+            None if league is None else LeagueSeats(league.main, self.plan.agents, cfg.n_envs)
+        )
+        self.snapshots: dict[str, Policy] = {}  # snapshot name -> the policy it acts with
+        self.league_call: Call[LeagueView | None] | None = None
         freeze_startup_heap()
 
     def _make_env(self) -> MultiAgentEnv:
@@ -199,6 +215,9 @@ class MultiAgentWorker:
             policy.seed(derive_seed(seed, "policy", self.worker_id, pid, *stream))
         if seed:
             torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
+        if self.seats is not None:
+            self.seats.seed(derive_seed(seed, "league", self.worker_id, *stream))
+            self._league_exchange(wait=True)
         self.kills.arm(self.cfg.fault_injection, self.worker_id, self.global_env_steps)
 
     def step(self, wait_s: float) -> bool:
@@ -318,6 +337,8 @@ class MultiAgentWorker:
                 pushed = True
         if not pushed or self.run_pending.fatal_env_error:
             self._push(next(iter(self.channels)), None, versions[next(iter(self.channels))])
+        if self.seats is not None:
+            self._league_exchange(wait=False)
 
     def finish(self) -> WorkerStats:
         """At the stop: settle the acks and report what is left to report (the transitions
@@ -334,6 +355,8 @@ class MultiAgentWorker:
             if unfinished or lost or channel.report.episodes or self.run_pending.env_steps:
                 self._push(pid, None, channel.weights.version)
                 channel.wait_for_acks(0)
+        if self.seats is not None:
+            self._league_exchange(wait=True)
         return self.stats()
 
     def run(self) -> WorkerStats:
@@ -362,6 +385,8 @@ class MultiAgentWorker:
         first = self.env_resets[i] == 0
         self.envs[i].reset(derive_seed(seed, "env", self.worker_id, i, *stream) if first else None)
         self.env_resets[i] += 1
+        if self.seats is not None:
+            self.seats.deal(i)
 
     def _vector_step(self) -> None:
         """One step of every env: its deciding agents act, each with its policy."""
@@ -371,16 +396,17 @@ class MultiAgentWorker:
         groups: dict[str, tuple[list[int], list[str], list[object]]] = {}
         for i, env in enumerate(self.envs):
             for agent, obs in env.deciding.items():
-                group = groups.setdefault(self.plan.mapping[agent], ([], [], []))
+                group = groups.setdefault(self._player(i, agent), ([], [], []))
                 group[0].append(i)
                 group[1].append(agent)
                 group[2].append(obs)
         actions: list[dict[str, object]] = [{} for _ in self.envs]
         env_steps = self._env_steps_now()
         for pid, (env_ids, agents, observations) in groups.items():
-            policy = self.policies[pid]
-            obs = self.observations[pid].many(observations)
-            explore = self.train and self.plan.policies[pid].trained
+            policy = self.policies.get(pid) or self.snapshots[pid]
+            obs = self.observations[self._plan_of(pid)].many(observations)
+            planned = self.plan.policies.get(pid)
+            explore = self.train and (planned is None or planned.trained)  # snapshots sample
             chosen, extras = policy.act(obs, explore=explore, env_steps=env_steps)
             rows = self.rows.get(pid)
             if rows is not None or self.cfg.collect_traj:
@@ -407,7 +433,9 @@ class MultiAgentWorker:
         at = self._env_steps_now()
         for outcome in outcomes:
             agent = outcome.agent
-            pid = self.plan.mapping[agent]
+            pid = self._player(i, agent)
+            if self.seats is not None:
+                self.seats.rewarded(i, agent, outcome.reward)
             if pid not in self.channels:
                 continue
             slot = self.slot_of[(i, agent)]
@@ -423,6 +451,8 @@ class MultiAgentWorker:
             self.episodes[pid].add(slot, outcome.reward, done, agent, at)
         if env.over:
             self.run_pending.env_episodes += 1
+            if self.seats is not None:
+                self.seats.game_over(i)
         self.kills.strike(at)
 
     def _guarded(self, i: int, call: object, *args: object) -> None:
@@ -437,7 +467,7 @@ class MultiAgentWorker:
         text = f"worker {self.worker_id}: env {i} raised {first_line(exc)}"
         self.run_pending.env_errors.append(text)
         for agent in self.plan.agents:
-            pid = self.plan.mapping[agent]
+            pid = self._player(i, agent)
             if pid not in self.channels:
                 continue
             slot = self.slot_of[(i, agent)]
@@ -460,6 +490,47 @@ class MultiAgentWorker:
             self.stop = True
             return
         self.envs[i] = self._make_env()
+
+    # ----- the league's seats -----
+    def _player(self, i: int, agent: str) -> str:
+        """Who acts for ``agent`` in env ``i``: its policy, or (a league) a snapshot."""
+        return self.plan.mapping[agent] if self.seats is None else self.seats.player(i, agent)
+
+    def _plan_of(self, player: str) -> str:
+        """The policy ``player`` is (a snapshot: the league's main policy, frozen)."""
+        if player in self.plan.policies or self.seats is None:
+            return player
+        return self.seats.main
+
+    def _league_exchange(self, *, wait: bool) -> None:
+        """Send the games finished since the last exchange; take the league's answer to the
+        previous one (``wait``: to this one too)."""
+        assert self.seats is not None
+        if self.league_call is not None:
+            self._take_view(self.league_call.result(timeout_s=ACK_TIMEOUT_S))
+        coordinator = next(iter(self.channels.values())).sender.coordinator
+        games = self.seats.take_games()
+        call = coordinator.league_games(self.worker_id, self.incarnation, games, self.seats.version)
+        self.league_call = call
+        if wait:
+            self.league_call = None
+            self._take_view(call.result(timeout_s=ACK_TIMEOUT_S))
+
+    def _take_view(self, view: LeagueView | None) -> None:
+        """A newer league: its table, and the snapshots in play (new ones fetched)."""
+        if view is None or self.seats is None or view.version <= self.seats.version:
+            return
+        self.seats.view = view
+        main = self.plan.policies[self.seats.main]
+        for name, weights in view.members.items():
+            if name not in self.snapshots:
+                with torch.random.fork_rng():  # a new net must not move the worker's stream
+                    policy = acting_policy(main)
+                policy.set_weights(self.store.get(weights.box, timeout_s=ACK_TIMEOUT_S))
+                self.snapshots[name] = policy
+        playing = set(self.seats.opponents)
+        for name in [n for n in self.snapshots if n not in view.members and n not in playing]:
+            del self.snapshots[name]  # evicted, and in no game: no game deals it any more
 
     def _keep_step(
         self, pid: str, slot: int, step: tuple[Any, ...], agent: str, done: bool

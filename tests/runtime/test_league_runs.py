@@ -1,0 +1,144 @@
+"""Self-play with a league on PettingZoo's Connect Four: snapshots frozen, dealt as opponents,
+rated, written to the task directory, kept in every checkpoint, and taken up by a resume.
+
+The runs are small (a few thousand env steps, a snapshot every two PPO updates): they show
+the league's plumbing, not how well it learns.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from tests.support.cli_runs import config_path, summary_of, train_in_process
+from tests.support.procs import TrackedRun, task_dirs
+from tests.support.runs import needs_extra
+from tests.support.watch import interrupt, kill, log_text, role_pids, wait_for
+
+CONFIG = "connect_four_ppo_league"
+SMALL = (
+    "general_cfg.n_envs_per_worker=4",
+    "algo_cfg.rollout_len=32",
+    "algo_cfg.n_epochs=2",
+    "general_cfg.online_eval_episode=5",
+    "general_cfg.model_save_fre=2",
+    "league.snapshot_every_updates=2",
+)
+
+
+def league_rows(task: Path) -> list[dict[str, str]]:
+    with (task / "results" / "league.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def checkpoint_league(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)["league"]
+
+
+def snapshot_files(task: Path) -> set[str]:
+    return {p.stem for p in (task / "models" / "league").glob("*.npz")}
+
+
+@pytest.mark.timeout(300)
+def test_a_league_run_freezes_snapshots_deals_them_as_opponents_and_rates_them(
+    tmp_path: Path,
+) -> None:
+    needs_extra("pettingzoo", "requirements-multiagent.txt")
+    summary = train_in_process(
+        tmp_path,
+        CONFIG,
+        (*SMALL, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=6000"),
+        None,
+    )
+    (task,) = task_dirs(tmp_path)
+    league = summary["league"]
+    # Frozen every 2 updates, each snapshot's weights written once.
+    updates = summary["policies"]["main"]["updates"]
+    assert len(league["snapshots"]) == updates // 2 >= 3, (updates, league)
+    assert snapshot_files(task) == set(league["snapshots"])
+    # The older snapshots met main and were rated from those games; the table says so.
+    rows = {r["name"]: r for r in league_rows(task)}
+    assert set(rows) == {*league["snapshots"], "main"}
+    first = league["snapshots"][0]
+    assert float(rows[first]["games"]) > 0 and rows[first]["vs main"] != "", rows[first]
+    assert rows[first]["rating"] != "1000.0", rows[first]
+    assert rows["main"]["status"] == "training"
+    assert league["strongest"] in rows
+    # The last checkpoint carries the league as it stood, with every snapshot it names on disk.
+    state = checkpoint_league(task / "models" / "main" / "last.pt")
+    assert {m["name"] for m in state["members"]} <= snapshot_files(task)
+    policy = summary["policies"]["main"]
+    collected = policy["transitions_collected"]
+    assert collected == policy["transitions_stored"] + sum(policy["transitions_dropped"].values())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_league_survives_a_killed_learner_and_a_resume_takes_it_up_from_the_checkpoint(
+    tmp_path: Path, ray_session
+) -> None:
+    needs_extra("pettingzoo", "requirements-multiagent.txt")
+    first_dir = tmp_path / "first"
+    run = TrackedRun(
+        (
+            "--yaml",
+            config_path(CONFIG),
+            *SMALL,
+            "general_cfg.max_env_steps=100000000",
+            "general_cfg.online_eval=false",
+            "general_cfg.learner_num_cpus=0.5",
+            "general_cfg.progress=false",
+            "general_cfg.save_fig=false",
+            f"general_cfg.tasks_dir={first_dir}",
+        ),
+        log_dir=tmp_path,
+    )
+    try:
+        task = wait_for(run, "a task directory", lambda: task_dirs(first_dir), 120)[0]
+        wait_for(run, "two snapshots", lambda: len(snapshot_files(task)) >= 2, 240)
+        (learner,) = role_pids(run, "ray::Learner")
+        kill(learner)
+        restarted = "restarting the learner group of "
+        wait_for(run, "the learner's restart", lambda: restarted in log_text(task), 120)
+        before = len(snapshot_files(task))
+        wait_for(
+            run, "a snapshot past the restart", lambda: len(snapshot_files(task)) > before, 240
+        )
+        assert interrupt(run, 60) == 130, run.stderr[-3000:]
+    finally:
+        run.kill()
+    first = summary_of(task)
+    assert first["learner_restarts"] == 1
+    # Snapshots went on being frozen across the restart, in one league.
+    assert len(first["league"]["snapshots"]) > before >= 2
+
+    # A resume goes on with the league of its checkpoint, exactly, and freezes more.
+    saved = checkpoint_league(task / "models" / "main" / "last.pt")
+    resumed = train_in_process(
+        tmp_path / "resumed",
+        CONFIG,
+        (
+            *SMALL,
+            "general_cfg.mp_backend=single",
+            "general_cfg.online_eval=false",
+            "general_cfg.load_checkpoint=true",
+            f"general_cfg.load_path={task}",
+            f"general_cfg.max_env_steps={resumed_budget(first)}",
+        ),
+        None,
+    )
+    assert resumed["league"]["resumed"] == saved
+    names = [m["name"] for m in saved["members"]]
+    assert resumed["league"]["snapshots"][: len(names)] == names
+    assert len(resumed["league"]["snapshots"]) > len(names)
+    (again,) = task_dirs(tmp_path / "resumed")
+    assert snapshot_files(again) >= set(names)
+
+
+def resumed_budget(first: dict[str, Any]) -> int:
+    """Env steps for the resumed run: its checkpoint's and room for a few more snapshots."""
+    return int(first["env_steps"]) + 6000
