@@ -484,6 +484,7 @@ class Coordinator(WaitingRoom):
             reports.updates_by_policy = {p: desk.updates for p, desk in self.desks.items()}
             if self.league is not None:
                 reports.league_frozen = self.league.take_frozen()
+                reports.league_ratings = self.league.ratings()
             return reports
 
     def stall_report(self) -> StallReport:

@@ -84,11 +84,24 @@ class LeagueDesk:
             "ratings": league.ratings.ratings(),
         }
 
+    def _win_rates(self) -> dict[str, dict[str, float]]:
+        """Each player's decayed win rate against each one it played."""
+        payoff = self.league.payoff
+        players = payoff.players()
+        return {
+            a: {b: round(payoff.win_rate(a, b), 3) for b in players if payoff.games(a, b) > 0}
+            for a in players
+        }
+
+    def ratings(self) -> dict[str, float]:
+        return self.league.ratings.ratings()
+
     def summary(self) -> dict[str, Any]:
         """For ``summary.json`` (and ``rows``: ``league.csv``'s)."""
         summary = {
             "strongest": self.league.strongest(),
             **self._standing(),
+            "payoff": self._win_rates(),
             "rows": self.league.rows(),
         }
         if self.resumed is not None:

@@ -75,6 +75,8 @@ class DriveOutcome:
     evals_failed: int = 0
     eval_env_errors: int = 0  # raised by the evaluator's envs (their episodes replaced)
     worker_restarts: dict[int, int] = field(default_factory=dict)
+    # A league's ratings when each snapshot was frozen, and at the end: (env steps, ratings).
+    league_ratings: list[tuple[int, dict[str, float]]] = field(default_factory=list)
 
     @property
     def final_checkpoint(self) -> CheckpointReport | None:
@@ -241,12 +243,25 @@ class Driver:
             self.announce_placement(self.outcome.placements)
         for name, weights in reports.league_frozen:  # before a checkpoint that names them
             self._write_snapshot(name, weights)
+        if reports.league_ratings is not None:
+            self._note_ratings(reports)
         for ref in reports.checkpoints:
             self._fetch_checkpoint(ref)
         if reports.stop_reason is not None and self.outcome.stop_reason is None:
             reason = reports.stop_reason
             failed = reason in FAILURE_STOPS
             self._stop(reason, reports.stop_detail if failed else None, 1 if failed else 0)
+
+    def _note_ratings(self, reports: Reports) -> None:
+        """The league's ratings for its curve: at each freeze, and the last ones."""
+        history = self.outcome.league_ratings
+        row = (reports.counters.env_steps, dict(reports.league_ratings or {}))
+        if reports.league_frozen or not history:
+            history.append(row)
+        elif reports.stop_reason is not None and history[-1][0] != row[0]:
+            history.append(row)
+        elif reports.stop_reason is not None:
+            history[-1] = row
 
     def _check_coordinator(self) -> None:
         """Stop for the coordinator's death, if it died (any short call tells)."""

@@ -34,7 +34,7 @@ def smooth(values: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
     return out
 
 
-def _new_figure(on_screen: bool = False) -> tuple[Any, Any]:
+def new_figure(on_screen: bool = False) -> tuple[Any, Any]:
     if on_screen:  # a pyplot figure, so plt.show() can open it
         import matplotlib.pyplot as plt
 
@@ -51,7 +51,7 @@ def _new_figure(on_screen: bool = False) -> tuple[Any, Any]:
 def _train_figure(
     title: str, episodes: list[dict[str, Any]], evals: list[dict[str, Any]], on_screen: bool
 ) -> Any:
-    fig, ax = _new_figure(on_screen)
+    fig, ax = new_figure(on_screen)
     if episodes:
         steps = np.array([e["env_steps"] for e in episodes], dtype=np.float64)
         returns = np.array([e["return"] for e in episodes], dtype=np.float64)
@@ -84,7 +84,7 @@ def _train_figure(
 
 
 def _test_figure(title: str, episodes: list[dict[str, Any]], on_screen: bool) -> Any:
-    fig, ax = _new_figure(on_screen)
+    fig, ax = new_figure(on_screen)
     returns = np.array([e["return"] for e in episodes], dtype=np.float64)
     index = np.arange(1, len(returns) + 1)
     ax.bar(index, returns, color="tab:blue", alpha=0.6, label="test episode return")

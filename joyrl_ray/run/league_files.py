@@ -21,9 +21,11 @@ import numpy as np
 from joyrl_ray.league.checkpoint import LEAGUE_KEY
 from joyrl_ray.run.atomic_file import atomic_write_bytes
 from joyrl_ray.run.checkpoint import CheckpointError
+from joyrl_ray.run.task_dir import TaskDir
 
 LEAGUE_DIR = "league"
 CSV_FILE = "league.csv"
+RATINGS_FILE = "league_ratings.csv"
 
 
 def snapshot_path(models: Path, name: str) -> Path:
@@ -74,7 +76,10 @@ def carry_snapshots(source: Path, task_models: Path) -> int:
 
 
 def write_league_csv(results: Path, rows: list[dict[str, Any]]) -> Path:
-    path = results / CSV_FILE
+    return write_csv(results / CSV_FILE, rows)
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = io.StringIO()
     if rows:
@@ -83,3 +88,24 @@ def write_league_csv(results: Path, rows: list[dict[str, Any]]) -> Path:
         writer.writerows(rows)
     atomic_write_bytes(text.getvalue().encode(), path)
     return path
+
+
+def write_league(
+    task: TaskDir,
+    league: dict[str, Any],
+    ratings: list[tuple[int, dict[str, float]]],
+    figures: bool,
+) -> None:
+    """A league run's ``results/league.csv``, ``results/league_ratings.csv`` and (``figures``)
+    its figures, from the coordinator's closing ``league`` summary."""
+    write_league_csv(task.results, league["rows"])
+    rows = [
+        {"env_steps": steps, "member": name, "rating": round(rating, 1)}
+        for steps, row in ratings
+        for name, rating in row.items()
+    ]
+    write_csv(task.results / RATINGS_FILE, rows)
+    if figures:
+        from joyrl_ray.run.league_figures import save_league_figures
+
+        save_league_figures(task.figs, league["payoff"], ratings)

@@ -58,7 +58,7 @@ from joyrl_ray.run.agents import prepare_agents, refuse_section
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
-from joyrl_ray.run.league_files import carry_snapshots, league_start, write_league_csv
+from joyrl_ray.run.league_files import carry_snapshots, league_start, write_league
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.run.summary import PlaneStats, build_summary, fleet_changes
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
@@ -323,7 +323,7 @@ def _run_in(
         summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
         league = plane_stats.coordinator.league if plane_stats is not None else None
         if league is not None:
-            write_league_csv(task.results, league["rows"])
+            write_league(task, league, outcome.league_ratings, general.save_fig)
             recorder.log(f"league: strongest {league['strongest']}; {task.results / 'league.csv'}")
         summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
         nodes = requests.nodes if requests is not None else []

@@ -373,6 +373,7 @@ class Reports:
     workers: int = 0  # workers in the run now (shed and dropped ones out, new ones in)
     updates_by_policy: dict[str, int] = field(default_factory=dict)
     league_frozen: list[tuple[str, Weights]] = field(default_factory=list)  # new snapshots
+    league_ratings: dict[str, float] | None = None  # every league member's, now
 
 
 @dataclass

@@ -51,7 +51,12 @@ def test_a_league_run_freezes_snapshots_deals_them_as_opponents_and_rates_them(
     summary = train_in_process(
         tmp_path,
         CONFIG,
-        (*SMALL, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=6000"),
+        (
+            *SMALL,
+            "general_cfg.mp_backend=single",
+            "general_cfg.max_env_steps=6000",
+            "general_cfg.save_fig=true",
+        ),
         None,
     )
     (task,) = task_dirs(tmp_path)
@@ -68,6 +73,13 @@ def test_a_league_run_freezes_snapshots_deals_them_as_opponents_and_rates_them(
     assert rows[first]["rating"] != "1000.0", rows[first]
     assert rows["main"]["status"] == "training"
     assert league["strongest"] in rows
+    # Its rating curve: every member's rating from its freeze on, and the figures.
+    with (task / "results" / "league_ratings.csv").open(newline="") as f:
+        curve = list(csv.DictReader(f))
+    assert {r["member"] for r in curve} == set(rows)
+    assert [r["rating"] for r in curve if r["member"] == first][0] == "1000.0"
+    for figure in ("league_payoff.png", "league_ratings.png"):
+        assert (task / "figs" / figure).stat().st_size > 10_000, figure
     # The last checkpoint carries the league as it stood, with every snapshot it names on disk.
     state = checkpoint_league(task / "models" / "main" / "last.pt")
     assert {m["name"] for m in state["members"]} <= snapshot_files(task)
