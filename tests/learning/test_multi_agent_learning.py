@@ -1,6 +1,6 @@
 """Several agents in one env learn: MPE's simple_spread with one shared PPO policy beats a
 random policy by a margin, and with a policy per agent each of the three trains, checkpoints
-and resumes."""
+and resumes; Connect Four's league beats random play and the league's first snapshot."""
 
 from __future__ import annotations
 
@@ -135,3 +135,31 @@ def test_tictactoe_dqn_playing_both_seats_beats_a_random_opponent_on_ray(
     assert [e["illegal_actions"] for e in summary["eval_history"]] == [0] * len(
         summary["eval_history"]
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_connect_four_league_beats_random_in_90_percent_of_100_games_and_its_first_snapshot(
+    tmp_path: Path, ray_session
+) -> None:
+    summary = train_in_process(
+        tmp_path,
+        "connect_four_ppo_league",
+        (
+            "general_cfg.mp_backend=ray",
+            "general_cfg.n_workers=2",
+            "general_cfg.max_env_steps=100000",
+            "general_cfg.model_save_fre=5",
+        ),
+        None,  # the whole budget: the league grows past the first win over random
+    )
+    # Evaluated every 5 updates against random: 100 games, 50 in each seat.
+    won = [(e["env_steps"], e["win_rate"]) for e in summary["eval_history"]]
+    assert max(rate for _, rate in won) >= 0.9, won
+    league = summary["league"]
+    assert len(league["snapshots"]) >= 3, league["snapshots"]
+    # The main policy against its first snapshot, over its last games with it (decayed).
+    first = league["snapshots"][0]
+    assert league["payoff"]["main"][first] >= 0.7, league["payoff"]["main"]
+    (task,) = task_dirs(tmp_path)
+    assert (task / "results" / "league.csv").is_file()
