@@ -13,6 +13,8 @@ start (SB3's SubprocVecEnv).
     python benchmarks/vs_peers.py --cases cartpole_novel   # recurrent PPO (needs sb3-contrib)
     python benchmarks/vs_peers.py --cases slow_cartpole_ppo --seeds 1
     python benchmarks/vs_peers.py --long           # and LunarLander-v3, DQN and PPO (box2d)
+    python benchmarks/vs_peers.py --cases connect_four      # self-play (sb3-contrib)
+    python benchmarks/vs_peers.py --cases connect_four --seeds 1 --env-steps 4096
 
 Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters, benchmarks/sb3_zoo.yaml):
 
@@ -36,13 +38,28 @@ Cases (ours: the yaml under configs/; SB3: RL Zoo's hyperparameters, benchmarks/
   to install (``{"skipped": ...}`` in the JSON) and the other cases run.
 - ``lunarlander_dqn`` / ``lunarlander_ppo`` (``--long``): configs/lunarlander_*.yaml vs RL
   Zoo's LunarLander settings, to 200.
+- ``connect_four`` (``--long``): PettingZoo's Connect Four by self-play, a fixed budget
+  rather than a threshold: configs/connect_four_ppo_league.yaml (PPO, Ray, 2 workers, a
+  league of snapshots; ``general_cfg.online_eval=false``, as the peer does not evaluate while
+  it trains) vs sb3-contrib's MaskablePPO trained by self-play with PettingZoo's SB3
+  tutorial's settings (benchmarks/peers_connect_four.py), 100k env steps a side
+  (``--env-steps``), a move of either player being one env step on both sides. The seconds
+  are each side's training process, whole; the games are played afterwards, by
+  benchmarks/peers_connect_four.py for both sides alike, greedy, illegal moves masked: each
+  side's final policy against uniform-random legal moves (100 games, 50 from each seat) and
+  ours against the peer (100 games from 50 distinct random 3-move openings, each from both
+  seats). Per seed: seconds, env steps reached, won / drawn / lost; then the medians (and
+  sums) and a verdict on the issue's goal: a higher win rate against random in less time,
+  and ours winning the head-to-head.
 
 A side that does not solve within its budget counts as null. Before the cases, one line
 measures ``env_cfg.vector_mode``: 1 worker's vector env of 8 envs of the 2 ms env, async vs
 sync, env steps per second with the policy's forward each step. The last line is one JSON
 object: ``{"<case>": {"ours_config": "<yaml>", "ours_s": [..], "sb3_s": [..],
 "ratio_median": x}, "vector_mode": {...}}`` (ratio: ours / SB3, medians over the seeds that
-solved on both sides).
+solved on both sides); ``connect_four`` adds ``ours_env_steps`` / ``sb3_env_steps``,
+``ours_vs_random`` / ``sb3_vs_random`` and ``head_to_head`` (``{"won", "drawn", "lost"}``
+per seed, ours' side), their medians and sums, and ``verdict``.
 """
 
 from __future__ import annotations
@@ -91,6 +108,13 @@ CASES: dict[str, dict[str, Any]] = {
 LONG_CASES: dict[str, dict[str, Any]] = {
     "lunarlander_dqn": {"ours": "lunarlander_dqn", "sb3": "dqn_lunarlander", "slow": False},
     "lunarlander_ppo": {"ours": "lunarlander_ppo", "sb3": "ppo_lunarlander", "slow": False},
+    "connect_four": {
+        "ours": "connect_four_ppo_league",
+        "peer": "MaskablePPO, self-play, PettingZoo's SB3 tutorial settings",
+        "env_steps": 100_000,  # a side: moves of either player
+        "needs": "sb3-contrib",  # MaskablePPO
+        "game": True,  # a fixed budget, then games: connect_four_case
+    },
 }
 THRESHOLD = {"cartpole": 475.0, "lunarlander": 200.0}
 
@@ -288,23 +312,26 @@ def timed(
     return time.time() - t0, done
 
 
+def ours_argv(config: str, seed: int, tasks: Path) -> list[str]:
+    """``main.py`` on ``configs/<config>.yaml`` with ``seed``, quiet, writing under ``tasks``."""
+    return [
+        sys.executable,
+        "main.py",
+        "--yaml",
+        f"configs/{config}.yaml",
+        f"general_cfg.seed={seed}",
+        "general_cfg.progress=false",
+        "general_cfg.save_fig=false",
+        f"general_cfg.tasks_dir={tasks}",
+    ]
+
+
 def ours_once(case: str, seed: int, tasks: Path, side: str = "ours") -> float | None:
     """Whole-process seconds of ``main.py`` to the threshold; None if it did not solve.
     ``side``: the case's config to run ("ours", or "ours_ray" where the case has one)."""
     config = (LONG_CASES | CASES)[case][side]
-    seconds, done = timed(
-        [
-            sys.executable,
-            "main.py",
-            "--yaml",
-            f"configs/{config}.yaml",
-            f"general_cfg.seed={seed}",
-            f"general_cfg.reward_threshold={threshold_of(case):g}",
-            "general_cfg.progress=false",
-            "general_cfg.save_fig=false",
-            f"general_cfg.tasks_dir={tasks}",
-        ]
-    )
+    threshold = f"general_cfg.reward_threshold={threshold_of(case):g}"
+    seconds, done = timed([*ours_argv(config, seed, tasks), threshold])
     if done.returncode != 0:
         print(f"# ours {case} seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
         return None
@@ -334,6 +361,135 @@ def ratio_median(ours: list[float | None], peer: list[float | None]) -> float | 
     if not pairs:
         return None
     return round(statistics.median(a for a, _ in pairs) / statistics.median(b for _, b in pairs), 2)
+
+
+# ----- connect_four: the same budget a side, then the same games for both -----
+@dataclass(frozen=True)
+class Trained:
+    """One side's training process: whole seconds, env steps it reached, and what it left
+    to play with (ours: the task directory; the peer: its model file); None if it failed."""
+
+    seconds: float | None = None
+    env_steps: int | None = None
+    where: Path | None = None
+
+
+def ours_trained(case: str, seed: int, env_steps: int, tasks: Path) -> Trained:
+    """``main.py`` for ``env_steps`` env steps, without online evaluations (the peer trains
+    without them; both are measured afterwards by the same games)."""
+    argv = ours_argv((LONG_CASES | CASES)[case]["ours"], seed, tasks)
+    argv += [f"general_cfg.max_env_steps={env_steps}", "general_cfg.online_eval=false"]
+    seconds, done = timed(argv)
+    if done.returncode != 0:
+        print(f"# ours {case} seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
+        return Trained()
+    (path,) = tasks.glob("*/results/summary.json")
+    summary = json.loads(path.read_text())
+    return Trained(round(seconds, 1), int(summary["env_steps"]), path.parent.parent)
+
+
+def peer_trained(case: str, seed: int, env_steps: int, model: Path) -> Trained:
+    """MaskablePPO by self-play in a process of its own (benchmarks/peers_connect_four.py),
+    timed as the other cases time SB3."""
+    script = Path(__file__).with_name("peers_connect_four.py")
+    argv = [sys.executable, str(script), "--seed", str(seed), "--env-steps", str(env_steps)]
+    seconds, done = timed([*argv, "--save", str(model)])
+    if done.returncode != 0:
+        print(f"# sb3 {case} seed {seed}: exit {done.returncode}: {done.stderr[-500:]}")
+        return Trained()
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return Trained(round(seconds, 1), int(result["env_steps"]), model)
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
+
+
+def game_verdict(
+    ratio: float | None, ours_rate: float | None, peer_rate: float | None, h2h: Any
+) -> str:
+    """The issue's goal, part by part: a higher win rate against random (medians), in less
+    time (median seconds), and ours winning the head-to-head (summed over the seeds)."""
+    if ratio is None or ours_rate is None or peer_rate is None or h2h.games == 0:
+        return "not measured: a side failed on every seed"
+    parts = [
+        (ours_rate > peer_rate, f"higher win rate against random ({ours_rate} vs {peer_rate})"),
+        (ratio < 1, f"less time ({ratio}x)"),
+        (h2h.won > h2h.lost, f"ours winning the head-to-head ({h2h})"),
+    ]
+    head = "met" if all(ok for ok, _ in parts) else "not met"
+    return f"{head}: " + "; ".join(f"{'yes' if ok else 'no'}, {what}" for ok, what in parts)
+
+
+def connect_four_case(case: str, seeds: list[int], env_steps: int, tmp: Path) -> dict[str, Any]:
+    """Per seed: both sides train ``env_steps`` env steps (ours, then the peer), then play
+    benchmarks/peers_connect_four.py's games: each against random, ours against the peer."""
+    from benchmarks.peers_connect_four import (
+        Record,
+        against_random,
+        head_to_head,
+        ours_player,
+        peer_player,
+    )
+
+    sides = ("ours", "sb3")
+    runs: dict[str, list[Trained]] = {side: [] for side in sides}
+    vs_random: dict[str, list[Record | None]] = {side: [] for side in sides}
+    h2h: list[Record | None] = []
+    for seed in seeds:
+        ours = ours_trained(case, seed, env_steps, tmp / f"{case}_{seed}")
+        peer = peer_trained(case, seed, env_steps, tmp / f"{case}_{seed}_sb3.zip")
+        players = {
+            "ours": ours_player(ours.where) if ours.where else None,
+            "sb3": peer_player(peer.where) if peer.where else None,
+        }
+        line = f"{case} seed {seed}:"
+        for side, run in zip(sides, (ours, peer), strict=True):
+            player = players[side]
+            record = against_random(player, seed) if player else None
+            runs[side].append(run)
+            vs_random[side].append(record)
+            line += f" {side} {run.seconds} s, {run.env_steps} env steps, against random "
+            line += f"{record} ({record.win_rate:.2f});" if record else "-;"
+        ours_player_, peer_player_ = players["ours"], players["sb3"]
+        both = ours_player_ is not None and peer_player_ is not None
+        h2h.append(head_to_head(ours_player_, peer_player_, seed) if both else None)
+        print(f"{line} head-to-head, ours {h2h[-1] or '-'}", flush=True)
+    seconds = {side: [run.seconds for run in runs[side]] for side in sides}
+    sums = {side: round(sum(s for s in seconds[side] if s is not None), 1) for side in sides}
+    rates = {side: _median([r.win_rate if r else None for r in vs_random[side]]) for side in sides}
+    h2h_sum = sum((r for r in h2h if r is not None), Record())
+    ratio = ratio_median(seconds["ours"], seconds["sb3"])
+    verdict = game_verdict(ratio, rates["ours"], rates["sb3"], h2h_sum)
+    print(
+        f"{case}, {env_steps} env steps a side: median ours {_median(seconds['ours'])} s, sb3 "
+        f"{_median(seconds['sb3'])} s ({ratio}x; sums {sums['ours']} s, {sums['sb3']} s); "
+        f"won against random, median: ours {rates['ours']}, sb3 {rates['sb3']}; "
+        f"head-to-head, all seeds, ours {h2h_sum}",
+        flush=True,
+    )
+    print(f"{case} verdict: {verdict}", flush=True)
+    spec = (LONG_CASES | CASES)[case]
+    return {
+        "ours_config": spec["ours"],
+        "peer": spec["peer"],
+        "env_steps": env_steps,
+        "ours_s": seconds["ours"],
+        "sb3_s": seconds["sb3"],
+        "ratio_median": ratio,
+        "ours_s_sum": sums["ours"],
+        "sb3_s_sum": sums["sb3"],
+        "ours_env_steps": [run.env_steps for run in runs["ours"]],
+        "sb3_env_steps": [run.env_steps for run in runs["sb3"]],
+        "ours_vs_random": [r.as_dict() if r else None for r in vs_random["ours"]],
+        "sb3_vs_random": [r.as_dict() if r else None for r in vs_random["sb3"]],
+        "ours_win_rate_median": rates["ours"],
+        "sb3_win_rate_median": rates["sb3"],
+        "head_to_head": [r.as_dict() if r else None for r in h2h],
+        "head_to_head_sum": h2h_sum.as_dict(),
+        "verdict": verdict,
+    }
 
 
 # ----- vector_mode: async vs sync on the slow env -----
@@ -379,7 +535,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="*", default=None)
     parser.add_argument("--seeds", nargs="*", type=int, default=[1, 2, 3])
-    parser.add_argument("--long", action="store_true", help="also the LunarLander cases")
+    parser.add_argument(
+        "--long", action="store_true", help="also the LunarLander and Connect Four cases"
+    )
+    parser.add_argument(
+        "--env-steps", type=int, help="connect_four: env steps a side (default 100,000)"
+    )
     parser.add_argument("--sb3", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--threshold", type=float, help=argparse.SUPPRESS)
@@ -390,11 +551,11 @@ def main() -> None:
     if args.sb3:
         run_sb3(args.sb3, args.seed, args.slow, not args.plain_eval, args.threshold, args.budget)
         return
-    cases = {**CASES, **(LONG_CASES if args.long else {})}
-    names = args.cases or list(cases)
-    unknown = [c for c in names if c not in CASES | LONG_CASES]
+    cases = CASES | LONG_CASES  # --cases may name a long one without --long
+    names = args.cases or [*CASES, *(LONG_CASES if args.long else ())]
+    unknown = [c for c in names if c not in cases]
     if unknown:
-        parser.error(f"unknown case(s) {unknown}; allowed: {', '.join(CASES | LONG_CASES)}")
+        parser.error(f"unknown case(s) {unknown}; allowed: {', '.join(cases)}")
     results: dict[str, Any] = {}
     vector = vector_mode_line()
     print(
@@ -410,6 +571,10 @@ def main() -> None:
                 hint = "pip install -r requirements-bench.txt"
                 print(f"{case}: skipped, its peer needs {package}: {hint}", flush=True)
                 results[case] = {"skipped": f"{package} is not installed"}
+                continue
+            if cases[case].get("game"):
+                steps = args.env_steps or cases[case]["env_steps"]
+                results[case] = connect_four_case(case, args.seeds, steps, Path(tmp))
                 continue
             ours: list[float | None] = []
             peer: list[float | None] = []
