@@ -130,7 +130,7 @@ def ours_player(task_dir: Path) -> Player:
     from joyrl_ray.run.checkpoint import find_checkpoint
 
     cfg = RunConfig.from_omegaconf(load_config(str(task_dir / "config.yaml"), []))
-    assert cfg.league is not None and cfg.multi_agent is not None
+    assert cfg.league is not None and cfg.league.main and cfg.multi_agent is not None
     main = cfg.league.main
     game = connect_four()
     obs_space, action_space = game.observation_space(SEATS[0]), game.action_space(SEATS[0])

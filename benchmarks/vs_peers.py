@@ -76,7 +76,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks.peers_connect_four import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -407,7 +410,7 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def game_verdict(
-    ratio: float | None, ours_rate: float | None, peer_rate: float | None, h2h: Any
+    ratio: float | None, ours_rate: float | None, peer_rate: float | None, h2h: Record
 ) -> str:
     """The issue's goal, part by part: a higher win rate against random (medians), in less
     time (median seconds), and ours winning the head-to-head (summed over the seeds)."""
@@ -453,8 +456,10 @@ def connect_four_case(case: str, seeds: list[int], env_steps: int, tmp: Path) ->
             line += f" {side} {run.seconds} s, {run.env_steps} env steps, against random "
             line += f"{record} ({record.win_rate:.2f});" if record else "-;"
         ours_player_, peer_player_ = players["ours"], players["sb3"]
-        both = ours_player_ is not None and peer_player_ is not None
-        h2h.append(head_to_head(ours_player_, peer_player_, seed) if both else None)
+        if ours_player_ is not None and peer_player_ is not None:
+            h2h.append(head_to_head(ours_player_, peer_player_, seed))
+        else:
+            h2h.append(None)
         print(f"{line} head-to-head, ours {h2h[-1] or '-'}", flush=True)
     seconds = {side: [run.seconds for run in runs[side]] for side in sides}
     sums = {side: round(sum(s for s in seconds[side] if s is not None), 1) for side in sides}
