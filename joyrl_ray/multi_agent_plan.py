@@ -43,6 +43,10 @@ class MultiAgentPlan:
     turn_based: bool
     eval_opponents: tuple[str, ...] = field(default_factory=tuple)
     league: LeagueSettings | None = None  # self-play: the league deals the seats each game
+    # Test mode's league game: who plays main's seat (main, or a snapshot in its place) and
+    # the snapshot it plays every game against.
+    league_test: tuple[str, str] | None = None
+    league_test_openings: int = 0  # ... each game's first moves made at random
 
     @property
     def trained(self) -> list[str]:

@@ -263,6 +263,15 @@ MULTI_AGENT_CASES = [
 ]
 
 LEARNER = "multi_agent.policies={main: {algo_name: PPO}}"
+
+
+def _task_without_snapshots(files: Path) -> Path:
+    """A task directory whose run froze no snapshot (its models/ folder only)."""
+    task = files / "Train_no_league"
+    (task / "models" / "main").mkdir(parents=True, exist_ok=True)
+    return task
+
+
 LEAGUE_CASES = [
     Case(
         "league_on_a_single_agent_env",
@@ -323,6 +332,17 @@ LEAGUE_CASES = [
         ),
         r"league\.opponents",
         r"self_play, uniform, pfsp",
+    ),
+    Case(
+        "league_test_opponent_that_is_no_snapshot_of_the_run",
+        lambda files: [
+            *agents(LEARNER, "league.main=main", "league.snapshot_every_updates=10")(files),
+            "general_cfg.mode=test",
+            f"general_cfg.load_path={_task_without_snapshots(files)}",
+            "league.test_opponent=main@10",
+        ],
+        r"league\.test_opponent='main@10' is not a snapshot of",
+        r"allowed: none \(that run froze none\)",
     ),
     Case(
         "league_unknown_key",

@@ -40,6 +40,9 @@ class LeagueConfig:
     payoff_decay: float = 0.99  # each new result of a pair first scales its counts by this
     elo_k: float = 16.0  # the Elo K factor: the most rating points one game moves
     exploiters: list[str] = field(default_factory=list)  # not built yet: refused
+    test_opponent: str | None = None  # test mode: a snapshot of load_path's run main plays
+    test_player: str | None = None  # test mode: a snapshot of that run to play in main's place
+    test_opening_moves: int = 2  # test mode: a game's first moves at random (greedy games differ)
 
 
 class LeagueConfigError(ValueError):

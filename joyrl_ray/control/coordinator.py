@@ -153,7 +153,13 @@ class Coordinator(WaitingRoom):
         self.mail = Mailboxes()
         self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
         self.busy_s = 0.0
-        self.league = None if league is None else LeagueDesk(league, self.store, start_league)
+        # Test mode's games are counted up to its episodes, as its episodes are.
+        games = None if learning else stop_rule.max_episode
+        self.league = (
+            None
+            if league is None
+            else LeagueDesk(league, self.store, start_league, test_games=games)
+        )
         freeze_startup_heap()
 
     @property

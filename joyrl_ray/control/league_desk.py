@@ -28,8 +28,12 @@ class LeagueDesk:
         settings: LeagueSettings,
         store: ObjectStore,
         start: dict[str, Any] | None = None,
+        *,
+        test_games: int | None = None,
     ) -> None:
-        """``start``: a resumed run's league (``state``, and ``weights`` by snapshot name)."""
+        """``start``: a resumed run's league (``state``, and ``weights`` by snapshot name).
+        ``test_games``: test mode's, which counts its first this many games (its episodes;
+        -1: all) and rates nobody: only what it played counts."""
         self.settings = settings
         self.store = store
         if start is None:
@@ -42,12 +46,22 @@ class LeagueDesk:
                 for m in self.league.active()
             }
         self.frozen: list[tuple[str, Weights]] = []  # for the driver to write
+        # This run's games, counted whole (the payoff's counts decay): "a vs b" -> won, drew,
+        # lost (a's).
+        self.tally: dict[str, list[int]] = {}
+        self.test_games = test_games
         # What a resume started from, for its summary: the checkpoint's league, as it was.
         self.resumed = None if start is None else start["state"]
 
     def record(self, games: list[Game]) -> None:
-        if games:
+        if games and self.test_games is None:
             self.league.record(games)
+        for game in games:
+            limit = self.test_games or -1
+            if 0 < limit <= sum(sum(c) for c in self.tally.values()):
+                break
+            counts = self.tally.setdefault(f"{game.a} vs {game.b}", [0, 0, 0])
+            counts[0 if game.score == 1.0 else 1 if game.score == 0.5 else 2] += 1
 
     def view(self, known_version: int) -> LeagueView | None:
         """What workers deal games from, if newer than ``known_version``."""
@@ -102,6 +116,10 @@ class LeagueDesk:
             "strongest": self.league.strongest(),
             **self._standing(),
             "payoff": self._win_rates(),
+            "games": {
+                pair: dict(zip(("won", "drew", "lost"), counts, strict=True))
+                for pair, counts in self.tally.items()
+            },
             "rows": self.league.rows(),
         }
         if self.resumed is not None:

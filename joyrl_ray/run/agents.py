@@ -35,6 +35,7 @@ from joyrl_ray.run.checkpoint import (
     load_checkpoint,
     resolve_task_dir,
 )
+from joyrl_ray.run.league_files import read_snapshot, snapshot_names
 
 #: What a multi-agent run does not take yet: general_cfg / env_cfg keys and why.
 NOT_FOR_MULTI_AGENT = {
@@ -102,7 +103,48 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
         raise ConfigError(str(exc)) from None
     for planned in plan.policies.values():
         _check_acting(planned)
+    if cfg.league is not None and cfg.general.mode == "test":
+        plan = _league_test(cfg, plan)
     return plan
+
+
+def _league_test(cfg: RunConfig, plan: MultiAgentPlan) -> MultiAgentPlan:
+    """Test mode's league game: main (or ``league.test_player``) against the loaded run's
+    snapshot ``league.test_opponent``, a fixed policy of its own with the snapshot's weights."""
+    assert cfg.league is not None and plan.league is not None
+    opponent, player = cfg.league.test_opponent, cfg.league.test_player
+    if opponent is None:
+        if player is not None:
+            raise ConfigError(
+                f"league.test_player={player}: name the snapshot it plays against too "
+                "(league.test_opponent)"
+            )
+        return plan
+    source = resolve_task_dir(cfg.general.load_path, cfg.general.tasks_dir)
+    frozen = snapshot_names(source)
+    main = plan.policies[plan.league.main]
+    for key, name, allowed in (
+        ("test_opponent", opponent, frozen),
+        ("test_player", player, [main.policy_id, *frozen]),
+    ):
+        if name is not None and name not in allowed:
+            raise ConfigError(
+                f"league.{key}={name!r} is not a snapshot of {source}; allowed: "
+                f"{', '.join(allowed) or 'none (that run froze none)'}"
+            )
+    member = dataclasses.replace(
+        main,
+        policy_id=opponent,
+        trained=False,
+        fixed=FIXED_CHECKPOINT,
+        weights=read_snapshot(source / "models", opponent),
+    )
+    return dataclasses.replace(
+        plan,
+        policies={**plan.policies, opponent: member},
+        league_test=(player or main.policy_id, opponent),
+        league_test_openings=cfg.league.test_opening_moves,
+    )
 
 
 def _symmetric(spaces: AgentSpaces) -> bool:

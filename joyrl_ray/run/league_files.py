@@ -42,6 +42,12 @@ def write_snapshot(models: Path, name: str, weights: dict[str, np.ndarray]) -> P
     return path
 
 
+def snapshot_names(task: Path) -> list[str]:
+    """The snapshots a league run froze, by the update count they were frozen at."""
+    found = [p.stem for p in (task / "models" / LEAGUE_DIR).glob("*.npz")]
+    return sorted(found, key=lambda name: int(u) if (u := name.rpartition("@")[2]).isdigit() else 0)
+
+
 def read_snapshot(models: Path, name: str) -> dict[str, np.ndarray]:
     path = snapshot_path(models, name)
     if not path.is_file():

@@ -58,7 +58,13 @@ from joyrl_ray.run.agents import prepare_agents, refuse_section
 from joyrl_ray.run.checkpoint import CheckpointStore
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
-from joyrl_ray.run.league_files import carry_snapshots, league_start, write_league
+from joyrl_ray.run.league_files import (
+    carry_snapshots,
+    league_start,
+    read_snapshot,
+    snapshot_names,
+    write_league,
+)
 from joyrl_ray.run.recorder import Recorder
 from joyrl_ray.run.summary import PlaneStats, build_summary, fleet_changes
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
@@ -251,7 +257,7 @@ def plane_setup(
         saved_replay=buffer,
         normalization=NormSettings.of(cfg.env),
         policies=_policy_needs(cfg, plan) if plan is not None else None,
-        league=plan.league if plan is not None and train else None,
+        league=plan.league if plan is not None and (train or plan.league_test) else None,
     )
 
 
@@ -322,9 +328,14 @@ def _run_in(
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
         summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
         league = plane_stats.coordinator.league if plane_stats is not None else None
-        if league is not None:
+        if league is not None and train:
             write_league(task, league, outcome.league_ratings, general.save_fig)
             recorder.log(f"league: strongest {league['strongest']}; {task.results / 'league.csv'}")
+        elif league is not None:  # test mode's games: only what this run played counts
+            summary["league"] = {"games": league["games"]}
+            for pair, counts in league["games"].items():
+                shown = ", ".join(f"{k} {v}" for k, v in counts.items())
+                recorder.log(f"league games {pair}: {shown}")
         summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
@@ -412,10 +423,16 @@ def _drive(
         planes.start_normalization = start.checkpoint.get(CHECKPOINT_KEY)
     if plan is not None and start.resume:
         planes.start_updates = start.policy_updates()
-    if planes.league is not None and start.resume and start.source is not None:
+    if planes.league is not None and start.source is not None:  # a resume, or a test game
         main = start.policy_checkpoints[planes.league.main]
         planes.start_league = league_start(start.source, main.state)
-        carry_snapshots(start.source, recorder.task.models)
+        if train:
+            carry_snapshots(start.source, recorder.task.models)
+    if plan is not None and plan.league_test is not None and start.source is not None:
+        player = plan.league_test[0]
+        if player in snapshot_names(start.source):  # a snapshot in main's place
+            weights = read_snapshot(start.source / "models", player)
+            start.acting[plan.trained[0]].set_weights(weights)
     roles = RoleConfigs.of(cfg, plan)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime

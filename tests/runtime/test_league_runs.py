@@ -44,7 +44,7 @@ def snapshot_files(task: Path) -> set[str]:
 
 
 @pytest.mark.timeout(300)
-def test_a_league_run_freezes_snapshots_deals_them_as_opponents_and_rates_them(
+def test_a_league_freezes_snapshots_deals_and_rates_them_and_test_mode_plays_any_two_members(
     tmp_path: Path,
 ) -> None:
     needs_extra("pettingzoo", "requirements-multiagent.txt")
@@ -86,6 +86,27 @@ def test_a_league_run_freezes_snapshots_deals_them_as_opponents_and_rates_them(
     policy = summary["policies"]["main"]
     collected = policy["transitions_collected"]
     assert collected == policy["transitions_stored"] + sum(policy["transitions_dropped"].values())
+
+    # Test mode plays any two members against each other: main, or a snapshot in its place.
+    second = league["snapshots"][1]
+    for player in ("main", second):
+        tested = train_in_process(
+            tmp_path / f"test-{player}",
+            CONFIG,
+            (
+                *SMALL,
+                "general_cfg.mp_backend=single",
+                "general_cfg.mode=test",
+                f"general_cfg.load_path={task}",
+                "general_cfg.max_episode=20",
+                f"league.test_opponent={first}",
+                f"league.test_player={player}",
+            ),
+            None,
+        )
+        games = tested["league"]["games"]
+        assert list(games) == [f"{player} vs {first}"], games
+        assert sum(games[f"{player} vs {first}"].values()) == 20, games
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from algos.base import Policy
+from algos.scripted import RandomPolicy
 from envs.multi_agent import MultiAgentEnv, make_multi_agent_env
 from envs.rewards import learning_rewards
 from joyrl_ray.batch import REWARDS, Batch, batch_rows
@@ -94,6 +95,8 @@ class PendingRun:
     fatal_env_error: str | None = None
 
 
+#: Who makes a league test game's random opening moves (see LeagueSeats.opening).
+OPENING = "opening"
 #: While some policies wait for their turn, the others' collection asks after them every this
 #: many vector steps (a call to the coordinator each).
 POLL_EVERY = 8
@@ -182,12 +185,10 @@ class MultiAgentWorker:
         self.stream_steps = 0
         self.incarnation = 0
         self.store = store
-        # A league run (training): the league deals each game's seats; its snapshots act.
-        league = self.plan.league if self.train else None
-        self.seats = (
-            None if league is None else LeagueSeats(league.main, self.plan.agents, cfg.n_envs)
-        )
+        # A league run: the league deals each game's seats (training: main against its drawn
+        # opponent, whose snapshot acts; test mode: against the snapshot asked for).
         self.snapshots: dict[str, Policy] = {}  # snapshot name -> the policy it acts with
+        self.seats = self._league_seats()
         self.league_call: Call[LeagueView | None] | None = None
         freeze_startup_heap()
 
@@ -396,7 +397,9 @@ class MultiAgentWorker:
         groups: dict[str, tuple[list[int], list[str], list[object]]] = {}
         for i, env in enumerate(self.envs):
             for agent, obs in env.deciding.items():
-                group = groups.setdefault(self._player(i, agent), ([], [], []))
+                opening = self.seats is not None and self.seats.openings and self.seats.opening(i)
+                player = OPENING if opening else self._player(i, agent)
+                group = groups.setdefault(player, ([], [], []))
                 group[0].append(i)
                 group[1].append(agent)
                 group[2].append(obs)
@@ -492,6 +495,21 @@ class MultiAgentWorker:
         self.envs[i] = self._make_env()
 
     # ----- the league's seats -----
+    def _league_seats(self) -> LeagueSeats | None:
+        league, test = self.plan.league, self.plan.league_test
+        if league is None or not (self.train or test):
+            return None
+        if self.train or test is None:
+            return LeagueSeats(league.main, self.plan.agents, self.n_envs)
+        player, opponent = test
+        seats = LeagueSeats(league.main, self.plan.agents, self.n_envs, label=player)
+        seats.view = LeagueView(0, {opponent: 1.0}, {})
+        # Two greedy policies play the same game over and over: openings make them differ.
+        seats.openings = self.plan.league_test_openings
+        main = self.plan.policies[league.main]
+        self.snapshots[OPENING] = RandomPolicy(main.obs_space, main.action_space)
+        return seats
+
     def _player(self, i: int, agent: str) -> str:
         """Who acts for ``agent`` in env ``i``: its policy, or (a league) a snapshot."""
         return self.plan.mapping[agent] if self.seats is None else self.seats.player(i, agent)
@@ -500,6 +518,7 @@ class MultiAgentWorker:
         """The policy ``player`` is (a snapshot: the league's main policy, frozen)."""
         if player in self.plan.policies or self.seats is None:
             return player
+        # A snapshot (or a test game's random opening move): the league's main policy's spaces.
         return self.seats.main
 
     def _league_exchange(self, *, wait: bool) -> None:
@@ -519,6 +538,8 @@ class MultiAgentWorker:
     def _take_view(self, view: LeagueView | None) -> None:
         """A newer league: its table, and the snapshots in play (new ones fetched)."""
         if view is None or self.seats is None or view.version <= self.seats.version:
+            return
+        if not self.train:  # test mode plays the one opponent it was given
             return
         self.seats.view = view
         main = self.plan.policies[self.seats.main]
