@@ -20,7 +20,7 @@ The checks that need the env's agents run with the plan (:func:`league_settings`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from joyrl_ray.league.league import LeagueSettings
 
@@ -97,17 +97,8 @@ def league_settings(
             "[random] still evaluates against random play)"
         )
     try:
-        return LeagueSettings(
-            main=section.main,
-            snapshot_every_updates=section.snapshot_every_updates,
-            snapshot_win_rate=section.snapshot_win_rate,
-            snapshot_window=section.snapshot_window,
-            opponents=section.opponents,
-            pfsp_weighting=section.pfsp_weighting,
-            self_play_share=section.self_play_share,
-            max_snapshots=section.max_snapshots,
-            payoff_decay=section.payoff_decay,
-            elo_k=section.elo_k,
-        )
+        # The section's keys of the same name (exploiters: refused above, so none).
+        shared = {f.name for f in fields(LeagueSettings)} - {"exploiters"}
+        return LeagueSettings(**{key: getattr(section, key) for key in shared})
     except ValueError as exc:  # "LeagueSettings.<field> ...": the section's key
         raise LeagueConfigError(str(exc).replace("LeagueSettings.", "league.", 1)) from None
