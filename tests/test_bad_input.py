@@ -304,15 +304,27 @@ LEAGUE_CASES = [
         r"league\.snapshot_every_updates",
     ),
     Case(
-        "league_exploiter",
+        "league_exploiter_that_is_main",
         agents(
             LEARNER,
             "league.main=main",
             "league.snapshot_every_updates=10",
             "league.exploiters=[main]",
         ),
-        r"league\.exploiters=\['main'\]",
-        r"allowed: \[\]",
+        r"league\.exploiters: 'main' is not a learning policy beside main",
+        r"allowed: none \(add one to multi_agent\.policies\)",
+    ),
+    Case(
+        "league_exploiter_without_an_opponent",
+        agents(
+            "multi_agent.policies={main: {}, exploiter: {}}",
+            "league.main=main",
+            "league.snapshot_every_updates=10",
+            "league.exploiters=[exploiter]",
+            "league.exploiter_share=0",
+        ),
+        r"league\.exploiters=\['exploiter'\] with league\.exploiter_share=0",
+        r"allowed: a share in \(0, 1\]",
     ),
     Case(
         "league_with_a_second_policy",

@@ -39,7 +39,8 @@ class LeagueConfig:
     max_snapshots: int = 20  # snapshots kept in play; past it the lowest-rated goes
     payoff_decay: float = 0.99  # each new result of a pair first scales its counts by this
     elo_k: float = 16.0  # the Elo K factor: the most rating points one game moves
-    exploiters: list[str] = field(default_factory=list)  # not built yet: refused
+    exploiters: list[str] = field(default_factory=list)  # learning policies that play only main
+    exploiter_share: float = 0.25  # of all games, an exploiter's against main's newest weights
     test_opponent: str | None = None  # test mode: a snapshot of load_path's run main plays
     test_player: str | None = None  # test mode: a snapshot of that run to play in main's place
     test_opening_moves: int = 2  # test mode: a game's first moves at random (greedy games differ)
@@ -68,10 +69,18 @@ def league_settings(
         raise LeagueConfigError(
             f"league.main={section.main!r} is not a learning policy; allowed: {', '.join(learning)}"
         )
-    if section.exploiters:
+    for exploiter in section.exploiters:
+        if exploiter == section.main or exploiter not in learning:
+            allowed = [p for p in learning if p != section.main]
+            raise LeagueConfigError(
+                f"league.exploiters: {exploiter!r} is not a learning policy beside main; "
+                f"allowed: {', '.join(allowed) or 'none (add one to multi_agent.policies)'}"
+            )
+    if section.exploiters and section.exploiter_share <= 0:
         raise LeagueConfigError(
-            f"league.exploiters={list(section.exploiters)}: exploiter policies are not "
-            "available yet; allowed: []"
+            f"league.exploiters={list(section.exploiters)} with league.exploiter_share="
+            f"{section.exploiter_share}: an exploiter plays only main, in that share of the "
+            "games, so it would never play; allowed: a share in (0, 1]"
         )
     if section.snapshot_every_updates <= 0 and section.snapshot_win_rate is None:
         raise LeagueConfigError(
@@ -88,7 +97,7 @@ def league_settings(
             "league: the env's agents have different spaces, so a policy cannot take every "
             "seat; a league needs a symmetric game (e.g. connect_four_v3, tictactoe_v3)"
         )
-    others = [p for p in policies if p != section.main]
+    others = [p for p in policies if p != section.main and p not in section.exploiters]
     if others:
         raise LeagueConfigError(
             f"league: multi_agent.policies has {', '.join(others)} beside league.main="
@@ -97,8 +106,7 @@ def league_settings(
             "[random] still evaluates against random play)"
         )
     try:
-        # The section's keys of the same name (exploiters: refused above, so none).
-        shared = {f.name for f in fields(LeagueSettings)} - {"exploiters"}
+        shared = {f.name for f in fields(LeagueSettings)}  # the section's keys of that name
         return LeagueSettings(**{key: getattr(section, key) for key in shared})
     except ValueError as exc:  # "LeagueSettings.<field> ...": the section's key
         raise LeagueConfigError(str(exc).replace("LeagueSettings.", "league.", 1)) from None

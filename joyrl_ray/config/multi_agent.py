@@ -68,8 +68,11 @@ class MultiAgentConfigError(ValueError):
     """A ``multi_agent`` section that does not fit the env; the one line to show."""
 
 
-def map_agents(section: MultiAgentConfig, agents: tuple[str, ...]) -> dict[str, str]:
-    """Each agent's policy: the first ``policy_mapping`` entry that names or matches it."""
+def map_agents(
+    section: MultiAgentConfig, agents: tuple[str, ...], dealt: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """Each agent's policy: the first ``policy_mapping`` entry that names or matches it
+    (``dealt``: policies a league seats game by game, mapped to no agent)."""
     mapping: dict[str, str] = {}
     for pattern, policy in section.policy_mapping.items():
         if policy not in section.policies:
@@ -93,7 +96,7 @@ def map_agents(section: MultiAgentConfig, agents: tuple[str, ...]) -> dict[str, 
             f"{'them' if len(missing) > 1 else 'it'} (by id, or a pattern such as '*') to one "
             f"of: {', '.join(section.policies)}"
         )
-    idle = [p for p in section.policies if p not in mapping.values()]
+    idle = [p for p in section.policies if p not in mapping.values() and p not in dealt]
     if idle:
         raise MultiAgentConfigError(
             f"multi_agent.policies: {', '.join(idle)} act{'s' if len(idle) == 1 else ''} for no "
@@ -182,14 +185,16 @@ def multi_agent_plan(
     spaces: AgentSpaces,
     algo_configs: dict[str, tuple[str | None, Any]],
     fixed_weights: dict[str, dict[str, np.ndarray]],
+    dealt: tuple[str, ...] = (),
 ) -> MultiAgentPlan:
     """The checked plan: each agent's policy and each policy's spaces, algorithm and config
     (``algo_configs``: name -> (algo_name, its merged config), None for random and scripts),
     and a fixed checkpoint's acting weights (``fixed_weights``)."""
-    mapping = map_agents(section, spaces.agents)
+    mapping = map_agents(section, spaces.agents, dealt)
     plans: dict[str, PolicyPlan] = {}
     for policy, cfg in section.policies.items():
-        agents = [a for a in spaces.agents if mapping[a] == policy]
+        # A policy the league seats game by game takes any seat: the game's are all alike.
+        agents = [a for a in spaces.agents if mapping[a] == policy] or list(spaces.agents[:1])
         obs, act = shared_spaces(policy, agents, spaces)
         fixed = fixed_kind(policy, cfg)
         algo_name, algo = algo_configs.get(policy, (None, None))

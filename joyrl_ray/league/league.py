@@ -29,6 +29,8 @@ class LeagueSettings:
     """The trained policy the league is built around."""
     exploiters: tuple[str, ...] = ()
     """Trained policies that play only against ``main``'s live weights."""
+    exploiter_share: float = 0.25
+    """The share of games an exploiter (drawn evenly among them) plays against main."""
     snapshot_every_updates: int = 0
     """Freeze ``main`` every this many of its updates (0: never by count)."""
     snapshot_win_rate: float | None = None
@@ -69,6 +71,8 @@ def _settings_problems(s: LeagueSettings) -> list[str]:
         problems.append(
             f"exploiters must be distinct policies other than main {s.main!r}, got {s.exploiters!r}"
         )
+    if not 0.0 <= s.exploiter_share <= 1.0:
+        problems.append(f"exploiter_share must be in [0, 1], got {s.exploiter_share!r}")
     if s.snapshot_every_updates < 0:
         problems.append(f"snapshot_every_updates must be >= 0, got {s.snapshot_every_updates!r}")
     if s.snapshot_win_rate is not None and not 0.0 < s.snapshot_win_rate <= 1.0:

@@ -88,8 +88,9 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
     algos = {
         name: (section.policies[name].algo_name, algo) for name, algo in cfg.policy_algos.items()
     }
+    dealt = league.exploiters if league is not None else ()
     try:
-        mapping = map_agents(section, spaces.agents)
+        mapping = map_agents(section, spaces.agents, dealt)
         for name, policy in section.policies.items():
             fixed_kind(name, policy)
         weights = {
@@ -97,7 +98,7 @@ def prepare_agents(cfg: RunConfig, spaces: AgentSpaces) -> MultiAgentPlan:
             for name, policy in section.policies.items()
             if policy.fixed == FIXED_CHECKPOINT
         }
-        plan = multi_agent_plan(section, spaces, algos, weights)
+        plan = multi_agent_plan(section, spaces, algos, weights, dealt)
         plan = dataclasses.replace(plan, league=league)
     except MultiAgentConfigError as exc:
         raise ConfigError(str(exc)) from None

@@ -109,6 +109,38 @@ def test_a_league_freezes_snapshots_deals_and_rates_them_and_test_mode_plays_any
         assert sum(games[f"{player} vs {first}"].values()) == 20, games
 
 
+@pytest.mark.timeout(300)
+def test_an_exploiter_learns_only_against_main_and_is_rated_beside_it(tmp_path: Path) -> None:
+    needs_extra("pettingzoo", "requirements-multiagent.txt")
+    summary = train_in_process(
+        tmp_path,
+        CONFIG,
+        (
+            *SMALL,
+            "general_cfg.mp_backend=single",
+            "general_cfg.max_env_steps=6000",
+            "general_cfg.online_eval=false",
+            "multi_agent.policies={main: {}, exploiter: {}}",
+            "league.exploiters=[exploiter]",
+            "league.exploiter_share=0.5",
+        ),
+        None,
+    )
+    games = summary["league"]["games"]
+    # Every game of the exploiter's is against main (main vs exploiter), never a snapshot.
+    assert sum(games["main vs exploiter"].values()) > 0, games
+    assert all(pair.startswith("main vs ") for pair in games), games
+    for name, policy in summary["policies"].items():
+        assert policy["updates"] > 0, (name, policy)
+        collected, stored = policy["transitions_collected"], policy["transitions_stored"]
+        assert collected == stored + sum(policy["transitions_dropped"].values()), (name, policy)
+    (task,) = task_dirs(tmp_path)
+    rows = {r["name"]: r for r in league_rows(task)}
+    assert rows["exploiter"]["status"] == "training" and rows["exploiter"]["vs main"] != ""
+    # Snapshots are of main only.
+    assert all(name.startswith("main@") for name in summary["league"]["snapshots"])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_league_survives_a_killed_learner_and_a_resume_takes_it_up_from_the_checkpoint(

@@ -4,7 +4,9 @@ At each env's reset the league's main policy takes one seat, drawn at random, an
 opponent, drawn from the league's table (:func:`~joyrl_ray.league.draws.draw`), takes the
 others: the main policy's own newest weights (self-play: the main policy in every seat, each
 seat's decisions learned from) or a frozen snapshot, which acts with the snapshot's weights
-and is never learned from. In test mode every game is the one pairing asked for. When a game
+and is never learned from; or, in ``exploiter_share`` of the games, an exploiter: a learning
+policy that plays only main, both seats learned from. In test mode every game is the one
+pairing asked for. When a game
 ends, main's result against a snapshot (a win when its return is above every other seat's,
 a draw when level) goes to the league with the worker's next exchange; self-play games
 teach the policy but rate nobody.
@@ -40,6 +42,8 @@ class LeagueSeats:
         self.returns = [dict.fromkeys(agents, 0.0) for _ in range(n_envs)]
         self.games: list[Game] = []  # finished, not yet sent
         self.openings = 0  # test mode: each game's first moves are made at random
+        # The learning policies that play only main, and the share of games they play.
+        self.exploiters: tuple[tuple[str, ...], float] = ((), 0.0)
         self.moves = [0] * n_envs
 
     def seed(self, seed: int | None) -> None:
@@ -51,8 +55,12 @@ class LeagueSeats:
 
     def deal(self, i: int) -> None:
         """Seat env ``i``'s next game."""
-        table = self.view.table if self.view is not None else {self.main: 1.0}
-        opponent = draw(table, self.rng)
+        exploiters, share = self.exploiters
+        if exploiters and self.rng.random() < share:
+            opponent = exploiters[int(self.rng.integers(len(exploiters)))]
+        else:
+            table = self.view.table if self.view is not None else {self.main: 1.0}
+            opponent = draw(table, self.rng)
         seat = self.agents[int(self.rng.integers(len(self.agents)))]
         self.players[i] = {a: self.main if a == seat else opponent for a in self.agents}
         self.opponents[i] = opponent

@@ -137,7 +137,8 @@ class MultiAgentWorker:
         self.observations = {
             pid: Observations(plan.obs_space) for pid, plan in self.plan.policies.items()
         }
-        # A slot per (env, agent): its index among its policy's.
+        # A slot per (env, agent): its index among its policy's. In a league any learning
+        # policy may take any seat, so each has a slot for every seat of every env.
         self.slot_of: dict[tuple[int, str], int] = {}
         slots: dict[str, int] = dict.fromkeys(self.plan.policies, 0)
         for i in range(self.n_envs):
@@ -145,6 +146,9 @@ class MultiAgentWorker:
                 pid = self.plan.mapping[agent]
                 self.slot_of[(i, agent)] = slots[pid]
                 slots[pid] += 1
+        if self.plan.league is not None:
+            for pid in self.plan.trained:
+                slots[pid] = self.n_envs * len(self.plan.agents)
         self.global_env_steps = 0
         self.stop = False
         self.times = WorkerTimes()
@@ -500,7 +504,9 @@ class MultiAgentWorker:
         if league is None or not (self.train or test):
             return None
         if self.train or test is None:
-            return LeagueSeats(league.main, self.plan.agents, self.n_envs)
+            seats = LeagueSeats(league.main, self.plan.agents, self.n_envs)
+            seats.exploiters = (league.exploiters, league.exploiter_share)
+            return seats
         player, opponent = test
         seats = LeagueSeats(league.main, self.plan.agents, self.n_envs, label=player)
         seats.view = LeagueView(0, {opponent: 1.0}, {})
