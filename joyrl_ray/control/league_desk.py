@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from joyrl_ray.league.league import Game, League, LeagueSettings
+from joyrl_ray.league.payoff import slot_of
 from joyrl_ray.wire.handles import ObjectStore
 from joyrl_ray.wire.messages import LeagueView, Weights
 
@@ -49,6 +50,7 @@ class LeagueDesk:
         # This run's games, counted whole (the payoff's counts decay): "a vs b" -> won, drew,
         # lost (a's).
         self.tally: dict[str, list[int]] = {}
+        self.tallied = 0
         self.test_games = test_games
         # What a resume started from, for its summary: the checkpoint's league, as it was.
         self.resumed = None if start is None else start["state"]
@@ -56,12 +58,12 @@ class LeagueDesk:
     def record(self, games: list[Game]) -> None:
         if games and self.test_games is None:
             self.league.record(games)
+        limit = self.test_games or -1
         for game in games:
-            limit = self.test_games or -1
-            if 0 < limit <= sum(sum(c) for c in self.tally.values()):
+            if 0 < limit <= self.tallied:
                 break
-            counts = self.tally.setdefault(f"{game.a} vs {game.b}", [0, 0, 0])
-            counts[0 if game.score == 1.0 else 1 if game.score == 0.5 else 2] += 1
+            self.tally.setdefault(f"{game.a} vs {game.b}", [0, 0, 0])[slot_of(game.score)] += 1
+            self.tallied += 1
 
     def view(self, known_version: int) -> LeagueView | None:
         """What workers deal games from, if newer than ``known_version``."""

@@ -43,22 +43,18 @@ def snapshot_files(task: Path) -> set[str]:
     return {p.stem for p in (task / "models" / "league").glob("*.npz")}
 
 
+def one_process_league(tasks: Path, *overrides: str) -> dict[str, Any]:
+    """A small league run of 6,000 env steps in one process; its summary."""
+    needs_extra("pettingzoo", "requirements-multiagent.txt")
+    small = (*SMALL, "general_cfg.mp_backend=single", "general_cfg.max_env_steps=6000")
+    return train_in_process(tasks, CONFIG, (*small, *overrides), None)
+
+
 @pytest.mark.timeout(300)
 def test_a_league_freezes_snapshots_deals_and_rates_them_and_test_mode_plays_any_two_members(
     tmp_path: Path,
 ) -> None:
-    needs_extra("pettingzoo", "requirements-multiagent.txt")
-    summary = train_in_process(
-        tmp_path,
-        CONFIG,
-        (
-            *SMALL,
-            "general_cfg.mp_backend=single",
-            "general_cfg.max_env_steps=6000",
-            "general_cfg.save_fig=true",
-        ),
-        None,
-    )
+    summary = one_process_league(tmp_path, "general_cfg.save_fig=true")
     (task,) = task_dirs(tmp_path)
     league = summary["league"]
     # Frozen every 2 updates, each snapshot's weights written once.
@@ -111,20 +107,12 @@ def test_a_league_freezes_snapshots_deals_and_rates_them_and_test_mode_plays_any
 
 @pytest.mark.timeout(300)
 def test_an_exploiter_learns_only_against_main_and_is_rated_beside_it(tmp_path: Path) -> None:
-    needs_extra("pettingzoo", "requirements-multiagent.txt")
-    summary = train_in_process(
+    summary = one_process_league(
         tmp_path,
-        CONFIG,
-        (
-            *SMALL,
-            "general_cfg.mp_backend=single",
-            "general_cfg.max_env_steps=6000",
-            "general_cfg.online_eval=false",
-            "multi_agent.policies={main: {}, exploiter: {}}",
-            "league.exploiters=[exploiter]",
-            "league.exploiter_share=0.5",
-        ),
-        None,
+        "general_cfg.online_eval=false",
+        "multi_agent.policies={main: {}, exploiter: {}}",
+        "league.exploiters=[exploiter]",
+        "league.exploiter_share=0.5",
     )
     games = summary["league"]["games"]
     # Every game of the exploiter's is against main (main vs exploiter), never a snapshot.
