@@ -195,3 +195,26 @@ def test_a_league_survives_a_killed_learner_and_a_resume_takes_it_up_from_the_ch
 def resumed_budget(first: dict[str, Any]) -> int:
     """Env steps for the resumed run: its checkpoint's and room for a few more snapshots."""
     return int(first["env_steps"]) + 6000
+
+
+@pytest.mark.timeout(300)
+def test_an_off_policy_league_plays_its_snapshots_though_its_chunks_are_long(
+    tmp_path: Path,
+) -> None:
+    # DQN's replay chunks are about 1,000 env steps here: a worker that heard of new
+    # snapshots only with its pushes dealt every game of this run before it knew of one.
+    needs_extra("pettingzoo", "requirements-multiagent.txt")
+    summary = train_in_process(
+        tmp_path,
+        "tictactoe_dqn",
+        (
+            "general_cfg.mp_backend=single",
+            "general_cfg.max_env_steps=6000",
+            "general_cfg.online_eval=false",
+            "league.main=tictactoe",
+            "league.snapshot_every_updates=250",
+        ),
+        None,
+    )
+    games = summary["league"]["games"]
+    assert sum(sum(counts.values()) for counts in games.values()) > 100, games

@@ -97,6 +97,9 @@ class PendingRun:
 
 #: Who makes a league test game's random opening moves (see LeagueSeats.opening).
 OPENING = "opening"
+#: A league run's worker exchanges games for the league's table every this many vector steps
+#: (when its last exchange was answered), and with each push: a chunk may be long.
+LEAGUE_EVERY = 64
 #: While some policies wait for their turn, the others' collection asks after them every this
 #: many vector steps (a call to the coordinator each).
 POLL_EVERY = 8
@@ -240,6 +243,8 @@ class MultiAgentWorker:
             self._vector_step()
             if len(self.collecting) < len(self.channels) and not self.vector_steps % POLL_EVERY:
                 versions.update(self._join_ready())
+            if self.seats is not None and not self.vector_steps % LEAGUE_EVERY:
+                self._league_exchange(wait=False, if_answered=True)
         self.times.step_s += time.monotonic() - t0
         self._push_ready(versions)
         return not self.stop
@@ -527,17 +532,20 @@ class MultiAgentWorker:
         # A snapshot (or a test game's random opening move): the league's main policy's spaces.
         return self.seats.main
 
-    def _league_exchange(self, *, wait: bool) -> None:
+    def _league_exchange(self, *, wait: bool, if_answered: bool = False) -> None:
         """Send the games finished since the last exchange; take the league's answer to the
-        previous one (``wait``: to this one too)."""
+        previous one (``wait``: to this one too; ``if_answered``: nothing while the previous
+        one is unanswered). An answer already in is taken at once."""
         assert self.seats is not None
         if self.league_call is not None:
+            if if_answered and not self.league_call.done():
+                return
             self._take_view(self.league_call.result(timeout_s=ACK_TIMEOUT_S))
         coordinator = next(iter(self.channels.values())).sender.coordinator
         games = self.seats.take_games()
         call = coordinator.league_games(self.worker_id, self.incarnation, games, self.seats.version)
         self.league_call = call
-        if wait:
+        if wait or call.done():  # one process: answered as it is made
             self.league_call = None
             self._take_view(call.result(timeout_s=ACK_TIMEOUT_S))
 
