@@ -250,17 +250,32 @@ def measure(
     end = time.monotonic() + warmup
     while time.monotonic() < end:
         advance(0.05)
-    c0, t0, cpu0 = copy.copy(counters()), time.perf_counter(), tree_cpu_s(os.getpid())
+    c0, t0 = _next_report(advance, counters, counters().env_steps, time.monotonic() + 120)
+    cpu0 = tree_cpu_s(os.getpid())
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         advance(0.05)
-    c1, t1 = copy.copy(counters()), time.perf_counter()
+    c1, t1 = _next_report(advance, counters, counters().env_steps, time.monotonic() + 120)
     cpu = cpu_between(cpu0, tree_cpu_s(os.getpid()))
     return {
         "steps_per_s": (c1.env_steps - c0.env_steps) / (t1 - t0),
         "updates_per_s": (c1.updates - c0.updates) / (t1 - t0),
         "steps_per_cpu_s": (c1.env_steps - c0.env_steps) / cpu if cpu > 0 else float("nan"),
     }
+
+
+def _next_report(advance: Any, counters: Any, seen: int, deadline: float) -> tuple[Any, float]:
+    """The counters, and when they were read, once they move past ``seen`` env steps.
+
+    Workers report whole chunks, so a window must open and close on a report: a short
+    window on a loaded machine could otherwise fall between two reports and read 0."""
+    while True:
+        now = copy.copy(counters())
+        if now.env_steps != seen:
+            return now, time.perf_counter()
+        if time.monotonic() > deadline:
+            raise RuntimeError("the workers stopped reporting env steps")
+        advance(0.05)
 
 
 def ray_runtime(cfg: RunConfig, args: argparse.Namespace) -> dict[str, float]:
