@@ -27,8 +27,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from algos.base import Policy
-from algos.scripted import RandomPolicy
 from envs.multi_agent import MultiAgentEnv, make_multi_agent_env
 from envs.rewards import learning_rewards
 from joyrl_ray.batch import REWARDS, Batch, batch_rows
@@ -40,15 +38,14 @@ from joyrl_ray.roles.worker.channel import ACK_TIMEOUT_S, PolicyChannel
 from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP
 from joyrl_ray.roles.worker.kill_schedule import KillSchedule
-from joyrl_ray.roles.worker.league_seats import LeagueSeats
+from joyrl_ray.roles.worker.league_play import LEAGUE_EVERY, LeaguePlay
 from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.roles.worker.worker import WAIT_S, WorkerStats
 from joyrl_ray.seeding import derive_seed
-from joyrl_ray.wire.handles import Call, ObjectStore, first_line
+from joyrl_ray.wire.handles import ObjectStore, first_line
 from joyrl_ray.wire.messages import (
     EpisodeColumns,
-    LeagueView,
     Placement,
     WorkerReport,
     WorkerTimes,
@@ -95,11 +92,6 @@ class PendingRun:
     fatal_env_error: str | None = None
 
 
-#: Who makes a league test game's random opening moves (see LeagueSeats.opening).
-OPENING = "opening"
-#: A league run's worker exchanges games for the league's table every this many vector steps
-#: (when its last exchange was answered), and with each push: a chunk may be long.
-LEAGUE_EVERY = 64
 #: While some policies wait for their turn, the others' collection asks after them every this
 #: many vector steps (a call to the coordinator each).
 POLL_EVERY = 8
@@ -192,11 +184,8 @@ class MultiAgentWorker:
         self.stream_steps = 0
         self.incarnation = 0
         self.store = store
-        # A league run: the league deals each game's seats (training: main against its drawn
-        # opponent, whose snapshot acts; test mode: against the snapshot asked for).
-        self.snapshots: dict[str, Policy] = {}  # snapshot name -> the policy it acts with
-        self.seats = self._league_seats()
-        self.league_call: Call[LeagueView | None] | None = None
+        # A league run: the league deals each game's seats.
+        self.league = LeaguePlay.of(self.plan, self.n_envs, store, train=self.train)
         freeze_startup_heap()
 
     def _make_env(self) -> MultiAgentEnv:
@@ -223,8 +212,8 @@ class MultiAgentWorker:
             policy.seed(derive_seed(seed, "policy", self.worker_id, pid, *stream))
         if seed:
             torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
-        if self.seats is not None:
-            self.seats.seed(derive_seed(seed, "league", self.worker_id, *stream))
+        if self.league is not None:
+            self.league.seats.seed(derive_seed(seed, "league", self.worker_id, *stream))
             self._league_exchange(wait=True)
         self.kills.arm(self.cfg.fault_injection, self.worker_id, self.global_env_steps)
 
@@ -243,7 +232,7 @@ class MultiAgentWorker:
             self._vector_step()
             if len(self.collecting) < len(self.channels) and not self.vector_steps % POLL_EVERY:
                 versions.update(self._join_ready())
-            if self.seats is not None and not self.vector_steps % LEAGUE_EVERY:
+            if self.league is not None and not self.vector_steps % LEAGUE_EVERY:
                 self._league_exchange(wait=False, if_answered=True)
         self.times.step_s += time.monotonic() - t0
         self._push_ready(versions)
@@ -347,7 +336,7 @@ class MultiAgentWorker:
                 pushed = True
         if not pushed or self.run_pending.fatal_env_error:
             self._push(next(iter(self.channels)), None, versions[next(iter(self.channels))])
-        if self.seats is not None:
+        if self.league is not None:
             self._league_exchange(wait=False)
 
     def finish(self) -> WorkerStats:
@@ -365,7 +354,7 @@ class MultiAgentWorker:
             if unfinished or lost or channel.report.episodes or self.run_pending.env_steps:
                 self._push(pid, None, channel.weights.version)
                 channel.wait_for_acks(0)
-        if self.seats is not None:
+        if self.league is not None:
             self._league_exchange(wait=True)
         return self.stats()
 
@@ -395,8 +384,8 @@ class MultiAgentWorker:
         first = self.env_resets[i] == 0
         self.envs[i].reset(derive_seed(seed, "env", self.worker_id, i, *stream) if first else None)
         self.env_resets[i] += 1
-        if self.seats is not None:
-            self.seats.deal(i)
+        if self.league is not None:
+            self.league.seats.deal(i)
 
     def _vector_step(self) -> None:
         """One step of every env: its deciding agents act, each with its policy."""
@@ -406,8 +395,9 @@ class MultiAgentWorker:
         groups: dict[str, tuple[list[int], list[str], list[object]]] = {}
         for i, env in enumerate(self.envs):
             for agent, obs in env.deciding.items():
-                opening = self.seats is not None and self.seats.openings and self.seats.opening(i)
-                player = OPENING if opening else self._player(i, agent)
+                player = (
+                    self._player(i, agent) if self.league is None else self.league.acting(i, agent)
+                )
                 group = groups.setdefault(player, ([], [], []))
                 group[0].append(i)
                 group[1].append(agent)
@@ -415,7 +405,7 @@ class MultiAgentWorker:
         actions: list[dict[str, object]] = [{} for _ in self.envs]
         env_steps = self._env_steps_now()
         for pid, (env_ids, agents, observations) in groups.items():
-            policy = self.policies.get(pid) or self.snapshots[pid]
+            policy = self.policies.get(pid) or self.league.snapshots[pid]  # type: ignore[union-attr]
             obs = self.observations[self._plan_of(pid)].many(observations)
             planned = self.plan.policies.get(pid)
             explore = self.train and (planned is None or planned.trained)  # snapshots sample
@@ -446,8 +436,8 @@ class MultiAgentWorker:
         for outcome in outcomes:
             agent = outcome.agent
             pid = self._player(i, agent)
-            if self.seats is not None:
-                self.seats.rewarded(i, agent, outcome.reward)
+            if self.league is not None:
+                self.league.seats.rewarded(i, agent, outcome.reward)
             if pid not in self.channels:
                 continue
             slot = self.slot_of[(i, agent)]
@@ -463,8 +453,8 @@ class MultiAgentWorker:
             self.episodes[pid].add(slot, outcome.reward, done, agent, at)
         if env.over:
             self.run_pending.env_episodes += 1
-            if self.seats is not None:
-                self.seats.game_over(i)
+            if self.league is not None:
+                self.league.seats.game_over(i)
         self.kills.strike(at)
 
     def _guarded(self, i: int, call: object, *args: object) -> None:
@@ -503,69 +493,23 @@ class MultiAgentWorker:
             return
         self.envs[i] = self._make_env()
 
-    # ----- the league's seats -----
-    def _league_seats(self) -> LeagueSeats | None:
-        league, test = self.plan.league, self.plan.league_test
-        if league is None or not (self.train or test):
-            return None
-        if self.train or test is None:
-            seats = LeagueSeats(league.main, self.plan.agents, self.n_envs)
-            seats.exploiters = (league.exploiters, league.exploiter_share)
-            return seats
-        player, opponent = test
-        seats = LeagueSeats(league.main, self.plan.agents, self.n_envs, label=player)
-        seats.view = LeagueView(0, {opponent: 1.0}, {})
-        # Two greedy policies play the same game over and over: openings make them differ.
-        seats.openings = self.plan.league_test_openings
-        main = self.plan.policies[league.main]
-        self.snapshots[OPENING] = RandomPolicy(main.obs_space, main.action_space)
-        return seats
-
+    # ----- the league -----
     def _player(self, i: int, agent: str) -> str:
         """Who acts for ``agent`` in env ``i``: its policy, or (a league) a snapshot."""
-        return self.plan.mapping[agent] if self.seats is None else self.seats.player(i, agent)
+        return (
+            self.plan.mapping[agent] if self.league is None else self.league.seats.player(i, agent)
+        )
 
     def _plan_of(self, player: str) -> str:
-        """The policy ``player`` is (a snapshot: the league's main policy, frozen)."""
-        if player in self.plan.policies or self.seats is None:
-            return player
-        # A snapshot (or a test game's random opening move): the league's main policy's spaces.
-        return self.seats.main
+        """The policy ``player`` is (in a league, a snapshot is its main policy)."""
+        return player if self.league is None else self.league.plan_of(player)
 
     def _league_exchange(self, *, wait: bool, if_answered: bool = False) -> None:
-        """Send the games finished since the last exchange; take the league's answer to the
-        previous one (``wait``: to this one too; ``if_answered``: nothing while the previous
-        one is unanswered). An answer already in is taken at once."""
-        assert self.seats is not None
-        if self.league_call is not None:
-            if if_answered and not self.league_call.done():
-                return
-            self._take_view(self.league_call.result(timeout_s=ACK_TIMEOUT_S))
+        assert self.league is not None
         coordinator = next(iter(self.channels.values())).sender.coordinator
-        games = self.seats.take_games()
-        call = coordinator.league_games(self.worker_id, self.incarnation, games, self.seats.version)
-        self.league_call = call
-        if wait or call.done():  # one process: answered as it is made
-            self.league_call = None
-            self._take_view(call.result(timeout_s=ACK_TIMEOUT_S))
-
-    def _take_view(self, view: LeagueView | None) -> None:
-        """A newer league: its table, and the snapshots in play (new ones fetched)."""
-        if view is None or self.seats is None or view.version <= self.seats.version:
-            return
-        if not self.train:  # test mode plays the one opponent it was given
-            return
-        self.seats.view = view
-        main = self.plan.policies[self.seats.main]
-        for name, weights in view.members.items():
-            if name not in self.snapshots:
-                with torch.random.fork_rng():  # a new net must not move the worker's stream
-                    policy = acting_policy(main)
-                policy.set_weights(self.store.get(weights.box, timeout_s=ACK_TIMEOUT_S))
-                self.snapshots[name] = policy
-        playing = set(self.seats.opponents)
-        for name in [n for n in self.snapshots if n not in view.members and n not in playing]:
-            del self.snapshots[name]  # evicted, and in no game: no game deals it any more
+        self.league.exchange(
+            coordinator, self.worker_id, self.incarnation, wait=wait, if_answered=if_answered
+        )
 
     def _keep_step(
         self, pid: str, slot: int, step: tuple[Any, ...], agent: str, done: bool
