@@ -20,6 +20,9 @@ NEXT_OBS = "next_obs"  # the true next observation (the final one when an episod
 TERMINATED = "terminated"
 TRUNCATED = "truncated"
 STEP_COLUMNS = (OBS, ACTIONS, REWARDS, NEXT_OBS, TERMINATED, TRUNCATED)
+# On-policy rollouts: the steps learned from (False: an env's failed step, kept only to keep
+# the ``[time, env]`` grid whole; see joyrl_ray.roles.worker.env_guard).
+VALID = "valid"
 
 # Off-policy transitions (n-step folded by workers): target = rewards + discounts * V(next_obs).
 DISCOUNTS = "discounts"
@@ -44,6 +47,14 @@ def batch_rows(batch: Batch) -> int:
 def concat(batches: list[Batch], axis: int = 0) -> Batch:
     """Columns of several batches joined along ``axis`` (0: rows; 1: envs of rollouts)."""
     return {key: np.concatenate([b[key] for b in batches], axis=axis) for key in batches[0]}
+
+
+def real_steps(rollout: Batch) -> int:
+    """The env steps of a ``[time, env]`` rollout that are learned from (every one but an
+    env's failed steps)."""
+    if VALID in rollout:
+        return int(np.count_nonzero(rollout[VALID]))
+    return int(np.prod(np.shape(rollout[REWARDS])[:2]))
 
 
 def take_envs(rollout: Batch, start: int, stop: int) -> Batch:

@@ -68,7 +68,7 @@ class APPO(PPO):
 class IMPALA(APPO):
     """The V-trace actor-critic: ``-log pi(a|x) * advantage``, no clipping."""
 
-    def _policy_loss(
+    def _policy_losses(
         self, log_prob: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor
     ) -> torch.Tensor:
-        return -(log_prob * advantages).mean()
+        return -(log_prob * advantages)

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from algos.base import Algorithm, LearnResult, Policy, adam, to_tensor
@@ -30,7 +29,7 @@ from algos.ppo.distributions import (
 from algos.ppo.gae import compute_gae
 from algos.ppo.scaling import RewardScaler
 from algos.recurrent import MEMORY, episode_starts, from_sequences, to_sequences
-from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, TERMINATED, TRUNCATED, Batch
+from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, TERMINATED, TRUNCATED, VALID, Batch
 
 
 class RolloutSequences(NamedTuple):
@@ -378,7 +377,10 @@ class PPO(Algorithm):
         seq_obs = to_sequences(obs, length)
         mask = self.policy.mask_tensor(batch[OBS])
         seq_mask = None if mask is None else to_sequences(mask, length)
-        columns = [cut(x) for x in (actions, old_log_prob, advantages, returns, values.flatten())]
+        flat = [actions, old_log_prob, advantages, returns, values.flatten()]
+        if VALID in batch:  # an env's failed steps stay in the grid, not learned from
+            flat.append(to_tensor(np.asarray(batch[VALID]).reshape(-1), device, torch.float32))
+        columns = [cut(x) for x in flat]
         memory = starts = None
         if sequences.memory is not None and sequences.starts is not None:
             memory = to_sequences(sequences.memory, length)[0]  # each sequence's first step's
@@ -430,13 +432,12 @@ class PPO(Algorithm):
         kl = float(self.parallel.mean(torch.tensor(approx_kl, device=self.device)))
         return kl > 1.5 * self.cfg.target_kl
 
-    def _policy_loss(
+    def _policy_losses(
         self, log_prob: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor
     ) -> torch.Tensor:
-        """The clipped surrogate: the ratio kept within ``1 +- clip_eps``."""
+        """Each step's clipped surrogate loss: the ratio kept within ``1 +- clip_eps``."""
         clip = self.cfg.clip_eps
-        surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
-        return -surrogate.mean()
+        return -torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
 
     def _forward(self, inputs: SequenceInputs) -> tuple[Dist, torch.Tensor]:
         """The action distributions and values of a minibatch's steps, flat ``[L * B]``."""
@@ -456,31 +457,41 @@ class PPO(Algorithm):
         advantages: torch.Tensor,
         returns: torch.Tensor,
         old_values: torch.Tensor,
+        valid: torch.Tensor | None = None,
     ) -> dict[str, float]:
+        """One gradient step; ``valid`` (1.0 or 0.0 per step) leaves an env's failed steps
+        out of every mean."""
         cfg = self.cfg
-        if cfg.normalize_advantages and len(advantages) > 1:
-            mean, std = self.parallel.mean_std(advantages)
-            advantages = (advantages - mean) / (std + 1e-8)
+
+        def mean(x: torch.Tensor) -> torch.Tensor:
+            return x.mean() if valid is None else (x * valid).sum() / valid.sum().clamp(min=1.0)
+
+        kept = advantages if valid is None else advantages[valid > 0]
+        if (
+            cfg.normalize_advantages
+            and len(advantages) > 1
+            and (len(kept) > 1 or self.parallel.active)
+        ):
+            mean_adv, std = self.parallel.mean_std(kept)
+            advantages = (advantages - mean_adv) / (std + 1e-8)
         dist, new_values = self._forward(inputs)
         log_prob = dist.log_prob(actions)
         log_ratio = log_prob - old_log_prob
         ratio = log_ratio.exp()
-        policy_loss = self._policy_loss(log_prob, ratio, advantages)
-        entropy = dist.entropy().mean()
+        policy_loss = mean(self._policy_losses(log_prob, ratio, advantages))
+        entropy = mean(dist.entropy())
 
+        squares = (new_values - returns).pow(2)
         if cfg.value_clip is not None:
             clipped = old_values + (new_values - old_values).clamp(-cfg.value_clip, cfg.value_clip)
-            value_loss = (
-                0.5 * torch.max((new_values - returns).pow(2), (clipped - returns).pow(2)).mean()
-            )
-        else:
-            value_loss = 0.5 * F.mse_loss(new_values, returns)
+            squares = torch.max(squares, (clipped - returns).pow(2))
+        value_loss = 0.5 * mean(squares)
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
 
         grad_norm = self.optimize(self.optimizer, loss, cfg.max_grad_norm)
         with torch.no_grad():
-            approx_kl = float(((ratio - 1.0) - log_ratio).mean())  # k3 estimator, >= 0
-            clip_frac = float(((ratio - 1.0).abs() > cfg.clip_eps).float().mean())
+            approx_kl = float(mean((ratio - 1.0) - log_ratio))  # k3 estimator, >= 0
+            clip_frac = float(mean(((ratio - 1.0).abs() > cfg.clip_eps).float()))
         return {
             "loss": float(loss.detach()),
             "policy_loss": float(policy_loss.detach()),

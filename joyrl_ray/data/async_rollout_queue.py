@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import Batch, real_steps
 from joyrl_ray.data.rollout_queue import RolloutQueue, _Rollout, _Round
 from joyrl_ray.wire.messages import InsertAck
 
@@ -70,7 +68,7 @@ class AsyncRolloutQueue(RolloutQueue):
         """Queue a rollout in the place its worker reserved (a push without one waits for
         room first: the queue never holds more than ``capacity``)."""
         t0 = time.monotonic()
-        steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
+        steps = real_steps(rollout)  # an env's failed steps were dropped by its worker
         queued = 0
         with self._cond:
             if worker_id not in self.reserved and self.stop_reason is None:

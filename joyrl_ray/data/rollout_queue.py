@@ -15,9 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import numpy as np
-
-from joyrl_ray.batch import Batch, concat, take_envs
+from joyrl_ray.batch import Batch, concat, real_steps, take_envs
 from joyrl_ray.data.role import DataPlaneRole
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.wire.messages import InsertAck, Placement, RolloutGrant
@@ -64,7 +62,7 @@ class RolloutQueue(DataPlaneRole):
     def push_rollout(self, worker_id: int, version: int, rollout: Batch) -> InsertAck:
         t0 = time.monotonic()
         with self._cond:
-            steps = int(np.prod(np.shape(rollout["rewards"])[:2]))
+            steps = real_steps(rollout)  # an env's failed steps were dropped by its worker
             queued = 0
             if self.stop_reason is not None:
                 self.dropped["after_stop"] += steps
@@ -143,14 +141,14 @@ class RolloutQueue(DataPlaneRole):
         joined = concat([r.batch for r in taken], axis=1)
         n_envs = joined["rewards"].shape[1]
         per_rank = n_envs // self.n_learners
-        length = joined["rewards"].shape[0]
-        self.stored += length * per_rank * self.n_learners
-        uneven = length * (n_envs - per_rank * self.n_learners)
-        if uneven:
-            self.dropped["uneven_learner_split"] += uneven
         shares: list[Batch | None] = [
             take_envs(joined, r * per_rank, (r + 1) * per_rank) for r in range(self.n_learners)
         ]
+        learned = sum(real_steps(share) for share in shares if share is not None)
+        self.stored += learned
+        uneven = real_steps(joined) - learned
+        if uneven:
+            self.dropped["uneven_learner_split"] += uneven
         return _Round(shares=shares)
 
     def add_worker(self, worker_id: int) -> None:

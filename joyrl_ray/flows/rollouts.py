@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from joyrl_ray.batch import Batch
+from joyrl_ray.batch import Batch, real_steps
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.data.clients import RolloutQueueClient
 from joyrl_ray.data.rollout_queue import RolloutQueue
@@ -102,6 +102,8 @@ class RolloutSender(WorkerSender):
     """Pushes each rollout whole, then its report; the next rollout waits for a newer
     weights version at the coordinator."""
 
+    keeps_failed_steps = True
+
     def __init__(
         self, coordinator: CoordinatorClient, queue: RolloutQueueClient, rollout_len: int
     ) -> None:
@@ -128,7 +130,7 @@ class RolloutSender(WorkerSender):
 
     def prepare(self, chunk: Batch, version: int) -> Payload:
         self.rollout_version = version
-        return Payload(chunk, -1, version)
+        return Payload(chunk, real_steps(chunk), version)
 
     def send(
         self, worker_id: int, payload: Payload, report: WorkerReport, known_version: int
@@ -139,9 +141,7 @@ class RolloutSender(WorkerSender):
             return self.coordinator.report_worker(report, 0, known_version)
         queue = self.queue.push_rollout(worker_id, payload.version, payload.batch)
         stored = queue.result(ROLLOUT_TIMEOUT_S).rows > 0
-        return self.coordinator.report_worker(
-            report, report.env_steps, known_version, stored=stored
-        )
+        return self.coordinator.report_worker(report, payload.rows, known_version, stored=stored)
 
 
 # ----- the learner's half -----

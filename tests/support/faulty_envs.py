@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.envs.classic_control import CartPoleEnv
 
 
@@ -135,4 +136,26 @@ class FlakyEnv(FlakyResetEnv):
         self.steps += 1
         if self.steps % self.step_every == 0:
             raise RuntimeError(f"physics step {self.steps} diverged")
+        return super().step(action)
+
+
+class WorkerFlakyEnv(CartPoleEnv):
+    """CartPole whose ``step`` raises on ``rate`` of its steps in the run's Worker actors (a
+    simulator that now and then crashes mid-episode), drawn from a generator of its own; the
+    online evaluator's envs (outside them) never fail."""
+
+    def __init__(self, rate: float = 0.01, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rate = rate
+        self.failing = _in_ray_worker_actor()
+        self.draws = np.random.default_rng()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None:
+            self.draws = np.random.default_rng(seed + 7919)
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        if self.failing and self.draws.random() < self.rate:
+            raise RuntimeError("simulator crashed: contact solver did not converge")
         return super().step(action)

@@ -11,9 +11,10 @@ from envs.faults import close_broken, with_step_errors
 from envs.registry import make_env_fn
 from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.roles.worker.config import WorkerConfig
+from joyrl_ray.roles.worker.env_guard import FAILED_REBUILDS_BEFORE_GIVING_UP, guarded
 from joyrl_ray.seeding import derive_seed
 
-FAILED_REBUILDS_BEFORE_GIVING_UP = 3
+__all__ = ["FAILED_REBUILDS_BEFORE_GIVING_UP", "WorkerEnvs"]
 
 
 class WorkerEnvs:
@@ -21,11 +22,14 @@ class WorkerEnvs:
 
     The error count seeds the injected env errors of each build and the reset streams after
     an error; ``failed_rebuilds`` counts the rebuilds that failed before the env stepped.
+    ``guard``: each env outlives its own step errors (:mod:`~joyrl_ray.roles.worker.env_guard`),
+    as on-policy flows have it.
     """
 
-    def __init__(self, worker_id: int, cfg: WorkerConfig) -> None:
+    def __init__(self, worker_id: int, cfg: WorkerConfig, *, guard: bool = False) -> None:
         self.worker_id = worker_id
         self.cfg = cfg
+        self.guard = guard
         self.n_envs = cfg.n_envs
         self.error_count = 0
         self.failed_rebuilds = 0
@@ -40,6 +44,11 @@ class WorkerEnvs:
         make = make_env_fn(cfg.env, max_episode_steps=cfg.max_step, worker_id=self.worker_id)
         seed = derive_seed(cfg.seed, "faults", self.worker_id, self.error_count)
         makes = with_step_errors(make, cfg.fault_injection.env_error_rate, seed, self.n_envs)
+        if self.guard:
+            keys = (self.worker_id, self.error_count)
+            makes = [
+                guarded(m, derive_seed(cfg.seed, "rebuilds", *keys, i)) for i, m in enumerate(makes)
+            ]
         return make_vector_env(makes, self.cfg.env.vector_mode)
 
     def reset(self, global_env_steps: int) -> np.ndarray:

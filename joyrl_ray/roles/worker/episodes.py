@@ -22,10 +22,11 @@ class EpisodeTracker:
         self.lengths = np.zeros(n_envs, dtype=np.int64)
 
     def track(
-        self, rewards: np.ndarray, done: np.ndarray
+        self, rewards: np.ndarray, done: np.ndarray, cut: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Add a chunk of ``[time, env]`` steps; returns the returns, lengths and ending rows
-        (time index within the chunk) of the episodes that ended in it, in order of ending.
+        (time index within the chunk) of the episodes that ended in it, in order of ending;
+        those whose end ``cut`` marks (cut short by an env error) are left out.
 
         An episode's return is the cumulative reward at its last step minus that at the
         step before its first (or minus the return it carried into the chunk).
@@ -52,7 +53,11 @@ class EpisodeTracker:
         self.returns[ended] = totals[-1, ended] - totals[at, ended]
         self.lengths[ended] = n_rows - 1 - at
         in_time_order = np.argsort(by_env)
-        return returns[in_time_order], lengths[in_time_order].astype(np.int64), rows
+        returns, lengths = returns[in_time_order], lengths[in_time_order].astype(np.int64)
+        if cut is not None:
+            kept = ~cut[rows, envs]
+            return returns[kept], lengths[kept], rows[kept]
+        return returns, lengths, rows
 
     def reset(self) -> int:
         """Forget every running episode (e.g. after an env error); returns how many there were."""
@@ -68,15 +73,17 @@ class TrajectoryCutter:
     def __init__(self, n_envs: int) -> None:
         self.open: list[list[Batch]] = [[] for _ in range(n_envs)]
 
-    def cut(self, chunk: Batch) -> list[Trajectory]:
-        """Every episode that ends in ``chunk``, as columns over its steps."""
+    def cut(self, chunk: Batch, error_cut: np.ndarray | None = None) -> list[Trajectory]:
+        """Every episode that ends in ``chunk``, as columns over its steps (but those whose
+        end ``error_cut`` marks: cut short by an env error)."""
         done = np.asarray(chunk["terminated"], bool) | np.asarray(chunk["truncated"], bool)
         finished: list[Trajectory] = []
         for env, parts in enumerate(self.open):
             start = 0
             for end in np.flatnonzero(done[:, env]):
                 parts.append({k: chunk[k][start : end + 1, env] for k in TRAJECTORY_COLUMNS})
-                finished.append({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
+                if error_cut is None or not error_cut[end, env]:
+                    finished.append({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
                 parts.clear()
                 start = int(end) + 1
             if start < len(done):

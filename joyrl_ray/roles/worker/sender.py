@@ -98,6 +98,10 @@ class WorkerSender(ABC):
     ) -> Call[PushAck]:
         """Send a prepared chunk (or only the report: ``payload.batch`` None) with its report."""
 
+    #: Whether each env outlives its own step errors, its failed steps kept in the chunk
+    #: as not learned from (on-policy rollouts; see joyrl_ray.roles.worker.env_guard).
+    keeps_failed_steps = False
+
     def after_env_error(self, chunk: Batch) -> tuple[Batch | None, int]:
         """After an env raised mid-chunk: what to keep of the chunk, and how many env steps
         are dropped (the default: a chunk is whole or nothing)."""

@@ -34,6 +34,7 @@ from joyrl_ray.normalization import NormSettings
 from joyrl_ray.roles.worker.channel import ACK_TIMEOUT_S, PolicyChannel
 from joyrl_ray.roles.worker.chunk import Chunk
 from joyrl_ray.roles.worker.config import WorkerConfig
+from joyrl_ray.roles.worker.env_guard import ENV_ERROR, EnvKeepsFailing
 from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP, WorkerEnvs
 from joyrl_ray.roles.worker.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.roles.worker.kill_schedule import KillSchedule
@@ -75,7 +76,7 @@ class Worker:
         self.train = cfg.train
         spec = get_algorithm(cfg.algo_name)
         self.n_envs = cfg.n_envs
-        self.envs = WorkerEnvs(worker_id, cfg)
+        self.envs = WorkerEnvs(worker_id, cfg, guard=sender.keeps_failed_steps)
         space = self.envs.vector.single_observation_space
         net_seed = initial_net_seed(cfg.seed, worker_id)
         if net_seed is not None:  # the net it acts with until the learner's weights arrive
@@ -107,7 +108,7 @@ class Worker:
         )
         self.tracker = EpisodeTracker(self.n_envs)
         self.cutter = TrajectoryCutter(self.n_envs) if cfg.collect_traj else None
-        self.chunk = Chunk(sender.chunk_len)
+        self.chunk = Chunk(sender.chunk_len, valid=sender.keeps_failed_steps)
         self.obs: np.ndarray | None = None
         self.global_env_steps = 0
         self.stop = False
@@ -145,6 +146,8 @@ class Worker:
         self.envs.error_count += 1
         where = "reset" if self.obs is None else "step"
         text = f"worker {self.worker_id}: env {where} raised {first_line(exc)}"
+        if isinstance(exc, EnvKeepsFailing):  # rebuilt in place already, each time in vain
+            text = f"worker {self.worker_id}: env {exc}"
         self.report.env_errors.append(text)
         kept, dropped = self.sender.after_env_error(chunk)
         if dropped:
@@ -154,7 +157,7 @@ class Worker:
             self.norm.episodes_dropped()
         if self.cutter is not None:
             self.cutter.reset()
-        if not self.envs.close_broken():
+        if not self.envs.close_broken() or isinstance(exc, EnvKeepsFailing):
             self.report.fatal_env_error = (
                 f"{text}, and failed again each of the {FAILED_REBUILDS_BEFORE_GIVING_UP} "
                 "times it was rebuilt"
@@ -208,6 +211,19 @@ class Worker:
         self.chunk.add(self.obs, actions, rewards, terminated, truncated, extras, info)
         self.obs = next_obs
         self.own_env_steps += self.n_envs
+        failed = info.get(f"_{ENV_ERROR}")
+        if failed is not None and failed.any():
+            self._steps_failed(np.flatnonzero(failed), info[ENV_ERROR])
+
+    def _steps_failed(self, envs: np.ndarray, errors: np.ndarray) -> None:
+        """Envs ``envs`` raised in the step just taken and were rebuilt (on-policy flows:
+        see :mod:`~joyrl_ray.roles.worker.env_guard`): each failed step is lost, counted."""
+        for i in envs.tolist():
+            self.envs.error_count += 1
+            self.report.env_errors.append(f"worker {self.worker_id}: env {i} {errors[i]}")
+            self.chunk.step_failed(i)
+        dropped = self.report.dropped
+        dropped["env_error"] = dropped.get("env_error", 0) + len(envs)
 
     def _take_chunk(self) -> Batch:
         """The chunk's columns, its finished episodes reported and trajectories cut.
@@ -224,7 +240,8 @@ class Worker:
         self.report.env_steps += steps
         rewards = chunk[REWARDS]
         ends = chunk[TERMINATED] | chunk[TRUNCATED]
-        returns, lengths, rows = self.tracker.track(rewards, ends)
+        cut = self.chunk.cut  # episodes cut by an env error: never reported as ended
+        returns, lengths, rows = self.tracker.track(rewards, ends, cut)
         if len(rows):
             first_row_steps = self.global_env_steps + self.own_env_steps - steps
             ended_at = first_row_steps + rows.astype(np.int64) * self.n_envs  # their last steps
@@ -234,7 +251,7 @@ class Worker:
             ended = EpisodeColumns(returns, lengths, ended_at, versions, explore)
             self.report.episodes = self.report.episodes.extend(ended)
         if self.cutter is not None:
-            self.report.trajectories.extend(self.cutter.cut(chunk))
+            self.report.trajectories.extend(self.cutter.cut(chunk, cut))
         chunk[REWARDS] = learning_rewards(rewards, self.cfg.env)  # unclipped: the same array
         if self.norm is not None:
             chunk[REWARDS] = self.norm.rewards(chunk[REWARDS], ends)
