@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from joyrl_ray.batch import Batch, real_steps
+from joyrl_ray.data.report_forwarder import ReportSink
 from joyrl_ray.data.rollout_queue import RolloutQueue, _Rollout, _Round
 from joyrl_ray.wire.messages import InsertAck
 
@@ -33,10 +34,11 @@ class AsyncRolloutQueue(RolloutQueue):
         batch_rollouts: int,
         max_policy_lag: int,
         capacity: int,
+        coordinator: ReportSink | None = None,
     ) -> None:
         if capacity < batch_rollouts:  # the config refuses it first; a learner would wait forever
             raise ValueError(f"capacity={capacity} < batch_rollouts={batch_rollouts}")
-        super().__init__(n_workers=n_workers, n_learners=n_learners)
+        super().__init__(n_workers=n_workers, n_learners=n_learners, coordinator=coordinator)
         self.batch_rollouts = batch_rollouts
         self.max_policy_lag = max_policy_lag
         self.capacity = capacity

@@ -14,6 +14,7 @@ from joyrl_ray.wire.messages import (
     Frames,
     InsertAck,
     Placement,
+    PushAck,
     RolloutGrant,
     SampleGrant,
     WaitState,
@@ -77,6 +78,13 @@ class RolloutQueueClient(RoleClient):
 
     def push_rollout(self, worker_id: int, version: int, rollout: Batch) -> Call[InsertAck]:
         return self._call(RolloutQueue.push_rollout, worker_id, version, rollout)
+
+    def push_and_report(
+        self, worker_id: int, version: int, rollout: Batch, report: WorkerReport, known_version: int
+    ) -> Call[PushAck]:
+        return self._call(
+            RolloutQueue.push_and_report, worker_id, version, rollout, report, known_version
+        )
 
     def learner_started(self, generation: int) -> Call[Placement]:
         return self._call(RolloutQueue.learner_started, generation)

@@ -16,9 +16,18 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from joyrl_ray.batch import Batch, concat, real_steps, take_envs
+from joyrl_ray.data.report_forwarder import CALL_TIMEOUT_S as REPORT_TIMEOUT_S
+from joyrl_ray.data.report_forwarder import ReportSink
 from joyrl_ray.data.role import DataPlaneRole
 from joyrl_ray.heap import freeze_startup_heap
-from joyrl_ray.wire.messages import InsertAck, Placement, RolloutGrant
+from joyrl_ray.wire.messages import (
+    InsertAck,
+    Placement,
+    PushAck,
+    RolloutGrant,
+    TakenReport,
+    WorkerReport,
+)
 
 
 class _Rollout(NamedTuple):
@@ -47,8 +56,12 @@ class QueueStats:
 class RolloutQueue(DataPlaneRole):
     """Rollouts, queued until every active worker has sent one for the current version."""
 
-    def __init__(self, *, n_workers: int, n_learners: int = 1) -> None:
+    def __init__(
+        self, *, n_workers: int, n_learners: int = 1, coordinator: ReportSink | None = None
+    ) -> None:
+        """``coordinator``: where each rollout's report goes (:meth:`push_and_report`)."""
         super().__init__("data server")
+        self.coordinator = coordinator
         self.n_learners = n_learners
         self.active_workers = set(range(n_workers))
         self.rollouts: list[_Rollout] = []
@@ -72,6 +85,18 @@ class RolloutQueue(DataPlaneRole):
             self._cond.notify_all()
         self.busy_s += time.monotonic() - t0
         return InsertAck(0, queued, False)
+
+    def push_and_report(
+        self, worker_id: int, version: int, rollout: Batch, report: WorkerReport, known_version: int
+    ) -> PushAck:
+        """Queue a rollout, then hand its worker's report to the coordinator, and answer with
+        the coordinator's ack: one call of the worker's, so a worker killed as it pushes
+        cannot leave steps here whose report never reaches the coordinator's books. The
+        rollout is queued first: one whose report stops the run is in before the stop."""
+        assert self.coordinator is not None, "a rollout queue that reports needs its coordinator"
+        queued = self.push_rollout(worker_id, version, rollout)
+        taken = TakenReport(report, real_steps(rollout), stored=queued.rows > 0)
+        return self.coordinator.take_reports(-1, [taken], known_version).result(REPORT_TIMEOUT_S)
 
     def learner_started(self, generation: int) -> Placement:
         with self._cond:

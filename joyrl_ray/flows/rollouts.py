@@ -2,9 +2,10 @@
 
 Data plane: one rollout queue (``RolloutQueue``; Ray does not restart it: its loss stops
 the run, named so). Each worker collects ``rollout_len`` steps with the current weights
-version, pushes the rollout, reports to the coordinator and waits there for the next
-version; the learner takes one rollout per worker per iteration, joined in worker order (a
-seeded run is reproducible), learns, and publishes the next version. A rollout made with
+version, pushes the rollout with its report (the queue hands the report to the
+coordinator) and waits at the coordinator for the next version; the learner takes one
+rollout per worker per iteration, joined in worker order (a seeded run is reproducible),
+learns, and publishes the next version. A rollout made with
 stale weights is dropped and counted. A straggler stalls the iteration.
 """
 
@@ -30,8 +31,6 @@ from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.wire.handles import Call, RoleDied, plain_line
 from joyrl_ray.wire.messages import PushAck, WorkerReport
 
-ROLLOUT_TIMEOUT_S = 60.0
-
 
 class RolloutFlow(DataFlow):
     name = "rollouts"
@@ -50,7 +49,7 @@ class RolloutFlow(DataFlow):
             self.queue_cls,
             self.queue_cls.__name__,
             "rollout-queue",
-            self.queue_kwargs(setup),
+            {**self.queue_kwargs(setup), "coordinator": factory.report_sink},
             callers=setup.n_workers,
             restartable=False,
         )
@@ -99,7 +98,7 @@ class RolloutPlane(DataPlane):
 
 # ----- the worker's half -----
 class RolloutSender(WorkerSender):
-    """Pushes each rollout whole, then its report; the next rollout waits for a newer
+    """Pushes each rollout whole, with its report; the next rollout waits for a newer
     weights version at the coordinator."""
 
     keeps_failed_steps = True
@@ -135,13 +134,13 @@ class RolloutSender(WorkerSender):
     def send(
         self, worker_id: int, payload: Payload, report: WorkerReport, known_version: int
     ) -> Call[PushAck]:
-        """The rollout first, then the report: a rollout whose report stops the run is in
-        the queue before the stop is, so both backends learn from the same rounds."""
+        """The rollout with its report, which the queue hands to the coordinator once the
+        rollout is in (see ``RolloutQueue.push_and_report``)."""
         if payload.batch is None:
             return self.coordinator.report_worker(report, 0, known_version)
-        queue = self.queue.push_rollout(worker_id, payload.version, payload.batch)
-        stored = queue.result(ROLLOUT_TIMEOUT_S).rows > 0
-        return self.coordinator.report_worker(report, payload.rows, known_version, stored=stored)
+        return self.queue.push_and_report(
+            worker_id, payload.version, payload.batch, report, known_version
+        )
 
 
 # ----- the learner's half -----

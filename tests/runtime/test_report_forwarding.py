@@ -124,11 +124,10 @@ def test_a_rollout_the_queue_stored_before_it_heard_of_the_stop_counts_as_env_st
     the queue hears of the stop a moment after the coordinator), so the learner takes it
     and its env steps count."""
     coordinator = Coordinator(stop_rule=StopRule(max_env_steps=ROWS), n_workers=2, learning=True)
-    queue = RolloutQueue(n_workers=2)  # not told of the stop yet
+    client = CoordinatorClient(LocalHandle(coordinator, "Coordinator"))
+    queue = RolloutQueue(n_workers=2, coordinator=client)  # not told of the stop yet
     sender = RolloutSender(
-        CoordinatorClient(LocalHandle(coordinator, "Coordinator")),
-        RolloutQueueClient(LocalHandle(queue, "RolloutQueue")),
-        rollout_len=ROWS // 2,
+        client, RolloutQueueClient(LocalHandle(queue, "RolloutQueue")), rollout_len=ROWS // 2
     )
     rollout = {"rewards": np.ones((ROWS // 2, 2), np.float32)}  # [time, env]
 

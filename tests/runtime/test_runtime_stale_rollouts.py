@@ -28,14 +28,6 @@ def _rollout(fill: float) -> dict[str, np.ndarray]:
 
 def test_stale_rollouts_are_dropped_and_counted(ray_session):
     ray = ray_session
-    queue_actor = (
-        ray.remote(RolloutQueue)
-        .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-queue")
-        .remote(n_workers=1)
-    )
-    queue = RolloutQueueClient(
-        RayHandle("RolloutQueue", name="stale-rollouts-queue", actor=queue_actor)
-    )
     coordinator_actor = (
         ray.remote(Coordinator)
         .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-coordinator")
@@ -43,6 +35,14 @@ def test_stale_rollouts_are_dropped_and_counted(ray_session):
     )
     coordinator = CoordinatorClient(
         RayHandle("Coordinator", name="stale-rollouts-coordinator", actor=coordinator_actor)
+    )
+    queue_actor = (
+        ray.remote(RolloutQueue)
+        .options(num_cpus=0, max_concurrency=4, name="stale-rollouts-queue")
+        .remote(n_workers=1, coordinator=coordinator)
+    )
+    queue = RolloutQueueClient(
+        RayHandle("RolloutQueue", name="stale-rollouts-queue", actor=queue_actor)
     )
     sender = RolloutSender(coordinator, queue, STEPS)
 
