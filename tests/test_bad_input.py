@@ -506,6 +506,12 @@ CASES = [
         r"> 0",
     ),
     Case(
+        "worker_silent_after_0",
+        fixed("general_cfg.worker_silent_after_s=0"),
+        r"general_cfg\.worker_silent_after_s=0",
+        r"seconds > 0, or -1",
+    ),
+    Case(
         "env_error_rate_1",
         fixed("general_cfg.fault_injection.env_error_rate=1.0"),
         r"env_error_rate=1\.0",

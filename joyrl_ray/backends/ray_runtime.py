@@ -192,6 +192,18 @@ class RayRuntime(Evaluations):
             self._news = self.coordinator.wait_for_news(self._news_seen, timeout_s)
         return self._news
 
+    def replace_hung_worker(self, index: int, silent_s: float) -> str | None:
+        return self.fleet.replace_hung(index, silent_s, self.results)
+
+    def end_unfinished_workers(self, waited_s: float) -> list[str]:
+        lines = []
+        for call, (role, index, _) in list(self.runs.items()):
+            if role == "worker":
+                del self.runs[call]
+                lines.append(self.fleet.end_unfinished(index, waited_s, self.results))
+        self.finished = not self.runs
+        return lines
+
     def shutdown(self) -> None:
         self.fleet.shutdown()
         for group in self.learner_groups.values():

@@ -93,6 +93,7 @@ class RoleResults:
     workers_added: list[dict[str, Any]] = field(default_factory=list)
     steps_lost_with_workers: int = 0
     learner_restarts: int = 0
+    workers_hung: list[int] = field(default_factory=list)  # killed as hung, to be restarted
 
     def learner_stats(self) -> list[LearnerStats]:
         return [r.stats for _, r in sorted(self.learners.items())]
@@ -121,6 +122,16 @@ class Runtime(Protocol):
         policy: str = DEFAULT_POLICY,
         others: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> Call[EvalResult]: ...
+
+    def replace_hung_worker(self, index: int, silent_s: float) -> str | None:
+        """Restart worker ``index``, silent for ``silent_s`` while waiting on no call; the
+        log line, or None where the backend cannot (one process)."""
+        ...
+
+    def end_unfinished_workers(self, waited_s: float) -> list[str]:
+        """After the stop: end the workers still running ``waited_s`` later; a log line
+        each."""
+        ...
 
     def shutdown(self) -> None: ...
 

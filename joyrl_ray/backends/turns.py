@@ -169,6 +169,12 @@ class TurnTakingRuntime(Evaluations):
         """Give every role turns for ``timeout_s``; one that raises (or dies) ends the run."""
         return self.turns.advance(timeout_s)
 
+    def replace_hung_worker(self, index: int, silent_s: float) -> str | None:
+        return None  # the roles take turns in the driver: a hung env hangs the driver
+
+    def end_unfinished_workers(self, waited_s: float) -> list[str]:
+        return []
+
     def close_evaluator(self) -> None:
         if self.online_evaluator is not None:
             self.online_evaluator.close()

@@ -181,6 +181,35 @@ class WorkerFleet:
             )
             events.failure_reason = "no_workers_left"
 
+    def replace_hung(self, index: int, silent_s: float, results: RoleResults) -> str | None:
+        """Kill worker ``index``, which pushed nothing for ``silent_s`` while it waited on no
+        call (an env that stopped answering): Ray restarts it within its budget and retries
+        its loop, as after any death of its process (the coordinator counts what it held as
+        lost when it registers again). None when it is not running."""
+        import ray
+
+        if index not in self.running():
+            return None
+        ray.kill(self.actors[index], no_restart=False)
+        results.workers_hung.append(index)
+        return (
+            f"worker {index} pushed nothing for {silent_s:g} s and waits on no call (an env "
+            "that stopped answering?): its process is killed, to be restarted"
+        )
+
+    def end_unfinished(self, index: int, waited_s: float, results: RoleResults) -> str:
+        """Kill worker ``index``, still running ``waited_s`` after the stop (stuck in an env
+        call, say); the steps it held back are counted as lost."""
+        import ray
+
+        ray.kill(self.actors[index], no_restart=True)
+        lost = self.planes.coordinator.drop_worker(index).result(DROP_TIMEOUT_S)
+        results.steps_lost_with_workers += lost
+        return (
+            f"worker {index} still running {waited_s:g} s after the stop (stuck in an env "
+            f"call?): ended; {lost} env steps it held back were lost"
+        )
+
     def shutdown(self) -> None:
         import ray
 

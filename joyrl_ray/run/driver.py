@@ -48,6 +48,10 @@ END_WAIT_S = 120.0  # how long the roles get to finish after the stop
 # stuck roles will not finish): the learner hands in its final checkpoint within a second
 # or two, and evaluations still running are not waited for.
 HURRIED_END_WAIT_S = 10.0
+# Workers get this long after the stop to end their loops (they report what is left); one
+# still running then is stuck (in an env call, say) and is ended, what it held counted lost.
+WORKER_END_WAIT_S = 10.0
+SILENCE_CHECK_EVERY_S = 5.0  # how often the driver looks for workers that went silent
 FAILURE_STOPS = {
     "coordinator_failed",
     "data_server_failed",
@@ -115,6 +119,8 @@ class Driver:
         self.latest_states: dict[str, bytes] = {}  # each policy's newest checkpoint
         self.evals = CheckpointEvaluations(cfg, runtime, recorder, stores, self.outcome, self._stop)
         self.progress_mark = (time.monotonic(), -1, -1)
+        self.silence_checked = time.monotonic()
+        self.replaced_at: dict[int, float] = {}  # workers restarted as hung: when
         self.placement_announced = False
         self.data_plane_placed = False
         self.coordinator_alive = True
@@ -139,6 +145,7 @@ class Driver:
                     self._hurry()
                     self._stop("interrupted", None, signals.exit_code or 130)
                 self._watch_for_stalls()
+                self._watch_for_silent_workers()
                 if self.outcome.stop_reason is not None:
                     self._wait_for_roles()
                     break
@@ -190,9 +197,18 @@ class Driver:
                 self._coordinator_lost(exc)
 
     def _wait_for_roles(self) -> None:
-        """After a stop: let the roles finish (final checkpoint), within a deadline."""
-        deadline = time.monotonic() + self.end_wait_s
+        """After a stop: let the roles finish (final checkpoint), within a deadline; the
+        workers within ``WORKER_END_WAIT_S``, then those still running are ended."""
+        started = time.monotonic()
+        deadline = started + self.end_wait_s
+        workers_ended = False
         while not self.runtime.finished and time.monotonic() < deadline:
+            if not workers_ended and time.monotonic() - started > WORKER_END_WAIT_S:
+                workers_ended = True
+                for line in self.runtime.end_unfinished_workers(WORKER_END_WAIT_S):
+                    self.recorder.log(line)
+                    self.recorder.note(line)
+                continue
             if self._signalled():
                 if self.signals is not None and self.signals.urgent:
                     self.recorder.log(f"a second {self.signals.name}: not waiting for the roles")
@@ -367,6 +383,35 @@ class Driver:
         report.waiting.update(self.runtime.data.waits())
         self._hurry()
         self._stop("stalled", stall_message(report, limit), 1)
+
+    def _watch_for_silent_workers(self) -> None:
+        """Restart, where the backend can, each worker that pushed nothing for
+        ``worker_silent_after_s`` while it waits on no call (an env that stopped answering):
+        the run goes on instead of waiting on it (a synchronous round) or without it."""
+        limit = self.cfg.general.worker_silent_after_s
+        now = time.monotonic()
+        if limit <= 0 or self.outcome.stop_reason is not None or not self.coordinator_alive:
+            return
+        if now - self.silence_checked < SILENCE_CHECK_EVERY_S:
+            return
+        self.silence_checked = now
+        try:
+            report = self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
+        except (CallTimeout, RoleError) as exc:
+            self._coordinator_lost(exc)
+            return
+        waiting = {**report.waiting, **self.runtime.data.waits()}
+        for worker, age in sorted(report.last_push_age_s.items()):
+            replaced = self.replaced_at.get(worker)
+            if age < limit or f"worker {worker}" in waiting:
+                continue
+            if replaced is not None and now - replaced < limit:
+                continue  # its new process starts and sets up: give it the same time
+            line = self.runtime.replace_hung_worker(worker, age)
+            if line is not None:
+                self.replaced_at[worker] = now
+                self.recorder.log(line)
+                self.recorder.note(line)
 
 
 def stall_message(report: StallReport, timeout_s: float) -> str:

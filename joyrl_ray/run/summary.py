@@ -104,6 +104,7 @@ def build_summary(
         "worker_restarts": sum(outcome.worker_restarts.values()),
         "worker_restarts_by_worker": {str(k): v for k, v in outcome.worker_restarts.items()},
         "workers_dropped": results.workers_dropped,
+        "workers_hung": results.workers_hung,  # restarted: silent, waiting on no call
         "evals_skipped": outcome.evals_skipped,
         "evals_failed": outcome.evals_failed,
         "eval_env_errors": outcome.eval_env_errors,
