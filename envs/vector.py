@@ -15,6 +15,7 @@ rebuilding a vector env after an env error stays cheap; it runs env code only.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -31,9 +32,20 @@ from envs.observations import packed_vector_env
 ASYNC_START_METHOD = "fork"
 
 
-def make_vector_env(env_fns: Sequence[Callable[[], gym.Env]], mode: str) -> VectorEnv:
+#: How an env call that took too long is reported (see :func:`make_vector_env`).
+TIMED_OUT = "timed out after"
+
+
+def make_vector_env(
+    env_fns: Sequence[Callable[[], gym.Env]],
+    mode: str,
+    *,
+    step_timeout_s: float = -1.0,
+    reset_timeout_s: float = -1.0,
+) -> VectorEnv:
     """One vector env of ``len(env_fns)`` envs, stepped as ``mode`` says; nested (Dict,
-    Tuple) observations come packed (see :mod:`envs.observations`)."""
+    Tuple) observations come packed (see :mod:`envs.observations`). ``async``: a step or
+    reset that takes longer than its timeout (when > 0) raises :class:`EnvCallTimeout`."""
     if mode == "sync":
         return packed_vector_env(SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP))
     if mode == "async":
@@ -44,22 +56,41 @@ def make_vector_env(env_fns: Sequence[Callable[[], gym.Env]], mode: str) -> Vect
             context=ASYNC_START_METHOD,
             autoreset_mode=AutoresetMode.SAME_STEP,
         )
+        envs.timeouts = (step_timeout_s, reset_timeout_s)
         return packed_vector_env(envs)
     allowed = ", ".join(VECTOR_MODES)
     raise ValueError(f"env_cfg.vector_mode={mode!r} is not allowed; allowed: {allowed}")
 
 
+class EnvCallTimeout(RuntimeError):
+    """An async vector env's step or reset took longer than its timeout."""
+
+
 class _QuietAsyncVectorEnv(AsyncVectorEnv):
     """An ``AsyncVectorEnv`` that raises a sub-env's error without printing its traceback
-    first (see :func:`quiet_env_errors`)."""
+    first (see :func:`quiet_env_errors`), and waits for a step or reset at most its timeout
+    (``timeouts``: step, reset; -1: no limit)."""
 
-    def reset_wait(self, *args: Any, **kwargs: Any) -> Any:
-        with quiet_env_errors():
-            return super().reset_wait(*args, **kwargs)
+    timeouts: tuple[float, float] = (-1.0, -1.0)
 
-    def step_wait(self, *args: Any, **kwargs: Any) -> Any:
-        with quiet_env_errors():
-            return super().step_wait(*args, **kwargs)
+    def reset_wait(self, timeout: float | None = None, **kwargs: Any) -> Any:
+        limit = self.timeouts[1]
+        with quiet_env_errors(), _timed("reset", limit):
+            return super().reset_wait(timeout=timeout or (limit if limit > 0 else None), **kwargs)
+
+    def step_wait(self, timeout: float | None = None) -> Any:
+        limit = self.timeouts[0]
+        with quiet_env_errors(), _timed("step", limit):
+            return super().step_wait(timeout=timeout or (limit if limit > 0 else None))
+
+
+@contextmanager
+def _timed(call: str, limit: float) -> Iterator[None]:
+    try:
+        yield
+    except multiprocessing.TimeoutError as exc:
+        key = "step_timeout_s" if call == "step" else "reset_timeout_s"
+        raise EnvCallTimeout(f"{call} {TIMED_OUT} {limit:g} s (env_cfg.{key})") from exc
 
 
 def _in_subprocess(make: Callable[[], gym.Env], parent: int) -> Callable[[], gym.Env]:

@@ -512,6 +512,18 @@ CASES = [
         r"seconds > 0, or -1",
     ),
     Case(
+        "step_timeout_with_sync_envs",
+        fixed("env_cfg.step_timeout_s=5"),
+        r"env_cfg\.step_timeout_s=5",
+        r"needs env_cfg\.vector_mode=async",
+    ),
+    Case(
+        "reset_timeout_0",
+        fixed("env_cfg.vector_mode=async", "env_cfg.reset_timeout_s=0"),
+        r"env_cfg\.reset_timeout_s=0",
+        r"seconds > 0, or -1",
+    ),
+    Case(
         "env_error_rate_1",
         fixed("general_cfg.fault_injection.env_error_rate=1.0"),
         r"env_error_rate=1\.0",

@@ -283,6 +283,17 @@ def check_env(env: DictConfig) -> None:
     """The merged ``env_cfg``'s values, its env id and its wrappers."""
     _choice(env.render_mode, RENDER_MODES, "env_cfg.render_mode")
     _choice(env.vector_mode, VECTOR_MODES, "env_cfg.vector_mode")
+    for key in ("step_timeout_s", "reset_timeout_s"):
+        if env[key] <= 0 and env[key] != -1:
+            raise ConfigError(
+                f"env_cfg.{key}={env[key]} is not allowed; allowed: seconds > 0, or -1 (no limit)"
+            )
+        if env[key] > 0 and env.vector_mode != "async":
+            raise ConfigError(
+                f"env_cfg.{key}={env[key]} needs env_cfg.vector_mode=async: a sync env's call "
+                "cannot be cut short (general_cfg.worker_silent_after_s restarts a worker whose "
+                "env stopped answering)"
+            )
     for key in ("clip_obs", "clip_reward"):
         if env[key] <= 0:
             raise ConfigError(

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from envs.vector import TIMED_OUT
 from joyrl_ray.roles.evaluator.results import EvalResult
 from joyrl_ray.run.atomic_file import atomic_write_text
 from joyrl_ray.run.bottleneck import difference_l, difference_w, judge
@@ -161,6 +162,7 @@ class Recorder:
         self.n_workers, self.n_learners = n_workers, n_learners
         self.update_unit = update_unit  # the progress line's name for an update
         self.env_errors = 0
+        self.env_timeouts = 0  # of them, env calls that took longer than their timeout
         self.first_env_error: str | None = None
         self.worker_times, self.learner_times = WorkerTimes(), LearnerTimes()
         self.verdict_mark = (time.monotonic(), WorkerTimes(), LearnerTimes())
@@ -235,6 +237,7 @@ class Recorder:
                 self.tb.add_scalar(f"{tag}/{key}", value, report.updates)
         for text in reports.env_errors:
             self.env_errors += 1
+            self.env_timeouts += TIMED_OUT in text
             if self.env_errors == 1:
                 self.first_env_error = text
                 self.log(f"env error (the env is rebuilt and the episode dropped): {text}")

@@ -110,6 +110,7 @@ def build_summary(
         "eval_env_errors": outcome.eval_env_errors,
         "learner_restarts": results.learner_restarts,
         "env_errors": recorder.env_errors,
+        "env_timeouts": recorder.env_timeouts,
         "first_env_error": recorder.first_env_error,
         "bottleneck": bottleneck.as_dict(),
         "bottleneck_line": describe_bottleneck(bottleneck, learners=n_learners > 0),

@@ -83,6 +83,29 @@ def test_async_envs_give_the_seeded_episodes_and_env_errors_of_sync(tmp_path: Pa
     assert async_["transitions_collected"] == sync["transitions_collected"]
 
 
+@pytest.mark.timeout(300)
+def test_an_async_env_step_past_its_timeout_is_replaced_and_counted_as_a_timeout(
+    tmp_path: Path,
+) -> None:
+    # Every env blocks forever at its 301st step (in each build): the vector step times out
+    # after 1 s, its subprocesses are ended and replaced, and the run steps on.
+    summary = single_run(
+        tmp_path,
+        "async",
+        "env_cfg.id=tests.support.faulty_envs:HangingEnv",
+        "env_cfg.kwargs={hang_after: 300}",
+        "general_cfg.max_step=500",  # CartPole's time limit (a class by path has none)
+        "env_cfg.step_timeout_s=1",
+        "general_cfg.online_eval=false",
+        "general_cfg.reward_threshold=null",
+    )
+    assert summary["stop_reason"] == "max_env_steps" and summary["env_steps"] >= STEPS
+    assert summary["env_timeouts"] == summary["env_errors"] >= 2
+    first = summary["first_env_error"]
+    assert first == "worker 0: env step timed out after 1 s (env_cfg.step_timeout_s)", first
+    assert_accounting(summary)
+
+
 def env_subprocesses(run: TrackedRun) -> dict[tuple[int, int], str]:
     """The env subprocesses of the run's Worker actors (forks of ``ray::Worker``)."""
     workers = [p for p, cmd in descendants(run.proc.pid).items() if cmd.startswith("ray::Worker")]

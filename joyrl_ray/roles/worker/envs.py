@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from envs.faults import close_broken, with_step_errors
+from envs.faults import with_step_errors
 from envs.registry import make_env_fn
 from envs.vector import close_vector_env, make_vector_env
 from joyrl_ray.roles.worker.config import WorkerConfig
@@ -49,7 +49,13 @@ class WorkerEnvs:
             makes = [
                 guarded(m, derive_seed(cfg.seed, "rebuilds", *keys, i)) for i, m in enumerate(makes)
             ]
-        return make_vector_env(makes, self.cfg.env.vector_mode)
+        env = self.cfg.env
+        return make_vector_env(
+            makes,
+            env.vector_mode,
+            step_timeout_s=env.step_timeout_s,
+            reset_timeout_s=env.reset_timeout_s,
+        )
 
     def reset(self, global_env_steps: int) -> np.ndarray:
         seed = self.cfg.seed
@@ -68,7 +74,10 @@ class WorkerEnvs:
     def close_broken(self) -> bool:
         """Close the env that raised; False once it has failed again after each of the
         ``FAILED_REBUILDS_BEFORE_GIVING_UP`` rebuilds (then it is not rebuilt)."""
-        close_broken(self.vector)
+        try:  # an async one's subprocesses are ended at once: one may hang in a call
+            close_vector_env(self.vector, broken=True)
+        except Exception:  # a broken env may fail to close too: it is replaced either way
+            pass
         self.failed_rebuilds += 1
         return self.failed_rebuilds <= FAILED_REBUILDS_BEFORE_GIVING_UP
 

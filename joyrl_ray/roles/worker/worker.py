@@ -28,6 +28,7 @@ import torch
 
 from algos import get_algorithm
 from envs.rewards import learning_rewards
+from envs.vector import EnvCallTimeout
 from joyrl_ray.batch import REWARDS, TERMINATED, TRUNCATED, Batch, batch_rows
 from joyrl_ray.heap import freeze_startup_heap
 from joyrl_ray.normalization import NormSettings
@@ -146,7 +147,7 @@ class Worker:
         self.envs.error_count += 1
         where = "reset" if self.obs is None else "step"
         text = f"worker {self.worker_id}: env {where} raised {first_line(exc)}"
-        if isinstance(exc, EnvKeepsFailing):  # rebuilt in place already, each time in vain
+        if isinstance(exc, EnvKeepsFailing | EnvCallTimeout):  # says where itself
             text = f"worker {self.worker_id}: env {exc}"
         self.report.env_errors.append(text)
         kept, dropped = self.sender.after_env_error(chunk)
