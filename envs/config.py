@@ -36,10 +36,8 @@ class EnvConfig:
     clip_reward: float = 10.0  # normalized rewards are clipped to [-clip_reward, clip_reward]
     norm_epsilon: float = 1e-8  # added to the variance before its square root
     vector_mode: str = "sync"  # a worker's envs: sync (in turn, in-process) or async (subprocesses)
-    # async: a vector step or reset of a worker's envs that takes longer than this is taken
-    # as an env that stopped answering (its subprocesses replaced, counted); -1: no limit
-    step_timeout_s: float = -1.0
-    reset_timeout_s: float = -1.0
+    step_timeout_s: float = -1.0  # async: a vector step taking longer is an env error; -1: none
+    reset_timeout_s: float = -1.0  # async: a vector reset taking longer is an env error
     step_latency_s: float = 0.0  # step_latency wrapper: seconds slept per step (benchmarks)
     step_latency_worker_s: list[float] = field(default_factory=list)  # per worker index:
     # seconds slept per step instead of step_latency_s (a straggler, for benchmarks)

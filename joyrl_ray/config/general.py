@@ -63,10 +63,7 @@ class GeneralConfig:
     max_env_errors_per_1000: float = 20.0  # env errors per 1,000 env steps that stop the run
     env_error_window_steps: int = 50_000  # ... counted over this many recent env steps
     stall_timeout_s: float = 120.0  # stop, saying who waits for what, after this long stuck
-    # A worker that pushes nothing for this long while it waits on no call (an env that
-    # stopped answering) is killed and restarted, as after any death of its process (Ray
-    # backend); -1: never. Longer than any chunk's env time should take.
-    worker_silent_after_s: float = 300.0
+    worker_silent_after_s: float = 300.0  # no push, waiting on no call: restarted; -1: never
     fault_injection: FaultInjectionConfig = field(default_factory=FaultInjectionConfig)
     load_checkpoint: bool = False  # start from a checkpoint (resume in train, required in test)
     load_path: str | None = None  # task directory (under tasks/ or a path) holding models/
