@@ -405,8 +405,8 @@ class Driver:
             replaced = self.replaced_at.get(worker)
             if age < limit or f"worker {worker}" in waiting:
                 continue
-            if replaced is not None and now - replaced < limit:
-                continue  # its new process starts and sets up: give it the same time
+            if replaced is not None and age >= now - replaced:
+                continue  # its new process has not registered yet (Ray starts it)
             line = self.runtime.replace_hung_worker(worker, age)
             if line is not None:
                 self.replaced_at[worker] = now

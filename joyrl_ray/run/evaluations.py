@@ -31,7 +31,7 @@ from joyrl_ray.wire.messages import CheckpointReport
 # runtime wakes it), but an evaluation may take longer than the learner needs for the next
 # one; a short queue keeps each evaluated, in order, through such bursts, and drops the
 # oldest only when evaluation falls further behind.
-EVAL_QUEUE = 4
+EVAL_QUEUE = 8
 RESULT_TIMEOUT_S = 120.0  # the call is done: its result (or error) is in already
 
 
