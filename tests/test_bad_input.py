@@ -512,6 +512,12 @@ CASES = [
         r"seconds > 0, or -1",
     ),
     Case(
+        "learner_silent_after_negative",
+        fixed("general_cfg.learner_silent_after_s=-5"),
+        r"general_cfg\.learner_silent_after_s=-5",
+        r"seconds > 0, or -1",
+    ),
+    Case(
         "step_timeout_with_sync_envs",
         fixed("env_cfg.step_timeout_s=5"),
         r"env_cfg\.step_timeout_s=5",

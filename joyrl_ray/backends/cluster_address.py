@@ -21,9 +21,9 @@ import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from joyrl_ray.backends.cluster_errors import ClusterError
+from joyrl_ray.backends.node_probe import grpc_health
 from joyrl_ray.backends.ray_version import TOKEN_AUTH_SINCE, has_token_auth, installed_ray
 
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by the job supervisor for a job's driver
@@ -36,9 +36,6 @@ AUTH_MODE_ENV = "RAY_AUTH_MODE"
 
 
 CONNECT_TIMEOUT_S = 5.0  # TCP connect, then again for the health call: worst case ~10 s
-
-
-HEALTH_CHECK = "/grpc.health.v1.Health/Check"  # the standard gRPC health service
 
 
 TOKEN_ENV, TOKEN_PATH_ENV = "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
@@ -168,19 +165,6 @@ def check_token_mode(label: str) -> str:
     return mode
 
 
-def _health(hostport: str) -> Any:
-    """One standard gRPC health call: None when it answered, else the grpc status code."""
-    import grpc
-
-    with grpc.insecure_channel(hostport) as channel:
-        check = channel.unary_unary(HEALTH_CHECK)  # raw bytes: an empty HealthCheckRequest
-        try:
-            check(b"", timeout=CONNECT_TIMEOUT_S)
-            return None
-        except grpc.RpcError as exc:
-            return exc.code()
-
-
 def _check_cluster(label: str, hostport: str, client: bool) -> None:
     """Fail with one line unless a Ray GCS (``client``: a Ray Client server) answers there."""
     import grpc
@@ -196,7 +180,7 @@ def _check_cluster(label: str, hostport: str, client: bool) -> None:
     )
     if not _tcp_reachable(host, port, CONNECT_TIMEOUT_S):
         raise ClusterError(f"{label}: no {what} answers at {host}:{port} ({start_hint})")
-    code = _health(hostport)
+    code = grpc_health(hostport, CONNECT_TIMEOUT_S)
     is_gcs = code is None  # Ray's GCS serves the health service, its Ray Client server not
     grpc_server = code in (None, grpc.StatusCode.UNIMPLEMENTED)
     if client and not is_gcs and grpc_server:

@@ -5,11 +5,12 @@ The group owns its actors and their restarts: all ranks sit in one placement gro
 (rank 0 names the address the group meets at), and are restarted together, from the
 driver's newest checkpoint, when any of them dies, up to ``max_learner_restarts`` times.
 
-A rank cut off (its connection broken) that Ray does not report dead within
-``learner_lost_after_s`` is taken as lost with its node: the group is placed again, away
-from that node, at once; Ray's own health check takes ~15-30 s to declare a node dead,
-and until then counts its resources as free. (On a Ray whose placement groups take no
-label selectors the group waits for Ray's verdict, as before.)
+A rank cut off (its connection broken, or silent for ``learner_silent_after_s``: see the
+driver) that Ray does not report dead within ``learner_lost_after_s``, on a node whose
+raylet does not answer (:mod:`.node_probe`), is taken as lost with its node: the group is
+placed again, away from that node, at once; Ray's own health check takes from ~15 s to a
+minute or more to declare a node dead, and until then counts its resources as free. (On
+a Ray whose placement groups take no label selectors the group waits for Ray's verdict.)
 
 The learners come first when the cluster shrinks: a group that cannot be placed again
 within ``ROOM_WAIT_S`` (its node was lost and the others are full, e.g. with workers Ray
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from joyrl_ray.backends.node_probe import node_answers
 from joyrl_ray.backends.placement import (
     Requests,
     actor_options,
@@ -148,16 +150,19 @@ class LearnerGroup:
         make_room: Callable[[], bool] | None = None,
         rank: int = 0,
     ) -> list[Call[LearnerResult]]:
-        """After rank ``rank`` died: end the others and start the group again from the newest
-        checkpoint, within the restart budget (``make_room``: see :meth:`create`); the new
-        ranks' calls (none when it could not restart: ``events`` then says why the run
-        stops)."""
+        """After rank ``rank`` died or went silent (``why``: which, for the log): end the
+        others and start the group again from the newest checkpoint, within the restart
+        budget (``make_room``: see :meth:`create`); away from the rank's node when that node
+        does not answer (:mod:`.node_probe`). The new ranks' calls (none when it could not
+        restart: ``events`` then says why the run stops)."""
         general = self.general
         lost_node = None
         if not wait_for_death(self.actors, general.learner_lost_after_s):
-            lost_node = self._lost_node(rank)
-            if lost_node is None:  # wait for Ray to know: it may place the group there again
-                wait_for_death(self.actors, NODE_DEATH_WAIT_S)
+            cut_off = [n for n in self._nodes_from(rank) if not node_answers(n)]
+            if cut_off:  # the rank is cut off with its node (or another rank is)
+                lost_node = self._avoidable(cut_off[0])
+                if lost_node is None:  # wait for Ray to know: it may place the group there
+                    wait_for_death(self.actors, NODE_DEATH_WAIT_S)
         for actor in self.actors:
             self.ray.kill(actor, no_restart=True)
         if self.restarts >= general.max_learner_restarts:
@@ -171,7 +176,7 @@ class LearnerGroup:
         state = self.setup.latest_state() or self.setup.start_state
         group = "" if self.cfg.policy == DEFAULT_POLICY else f" of {self.cfg.policy}"
         events.log.append(
-            f"learner died ({why}); restarting the learner group{group} from "
+            f"{why}; restarting the learner group{group} from "
             f"{'its last checkpoint' if state else 'scratch (no checkpoint yet)'} "
             f"(restart {self.restarts} of {general.max_learner_restarts})"
         )
@@ -193,12 +198,16 @@ class LearnerGroup:
             events.failure_reason = "learner_failed"
             return []
 
-    def _lost_node(self, rank: int) -> str | None:
-        """The node rank ``rank`` sat on, to avoid: not the driver's own (were it lost, the
-        driver would be too: the rank is merely slow to be reported dead), nor in a trial's
-        group (it holds the trial's layout), nor where Ray cannot avoid a node."""
-        node = self.nodes.get(rank)
-        if node is None or node == node_here()[0] or not self.own_group:
+    def _nodes_from(self, rank: int) -> list[str]:
+        """The nodes the ranks sit on, rank ``rank``'s first, each once."""
+        ranks = [rank, *sorted(self.nodes)]
+        return list(dict.fromkeys(self.nodes[r] for r in ranks if r in self.nodes))
+
+    def _avoidable(self, node: str) -> str | None:
+        """``node``, lost, if the group can be placed away from it: not the driver's own
+        (were it lost, the driver would be too), nor in a trial's group (it holds the
+        trial's layout), nor where Ray cannot avoid a node."""
+        if node == node_here()[0] or not self.own_group:
             return None
         return node if can_avoid_nodes() else None
 

@@ -332,6 +332,14 @@ def can_avoid_nodes() -> bool:
     return "bundle_label_selector" in inspect.signature(placement_group).parameters
 
 
+def avoiding(node_id: str) -> dict[str, Any]:
+    """Actor options that keep an actor off node ``node_id``; none where this Ray cannot
+    avoid a node (the actor then goes where Ray has room, perhaps there)."""
+    if not can_avoid_nodes():
+        return {}
+    return {"label_selector": {NODE_ID_LABEL: f"!{node_id}"}}
+
+
 def bundle_nodes(group: Any) -> dict[int, str]:
     """The node id each bundle of a placed ``group`` sits on, by bundle index."""
     from ray.util.placement_group import placement_group_table

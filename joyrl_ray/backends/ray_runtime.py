@@ -152,7 +152,7 @@ class RayRuntime(Evaluations):
                 if role == "worker":
                     self.fleet.died(index, exc, events, self.results)
                 else:
-                    self._learner_died(policy, index, str(exc), events)
+                    self._learner_died(policy, index, f"learner died ({exc})", events)
                 continue
             except RoleFailed as exc:
                 # A role fails when a data-plane actor it needs died: the run stops, named so.
@@ -192,8 +192,25 @@ class RayRuntime(Evaluations):
             self._news = self.coordinator.wait_for_news(self._news_seen, timeout_s)
         return self._news
 
-    def replace_hung_worker(self, index: int, silent_s: float) -> str | None:
-        return self.fleet.replace_hung(index, silent_s, self.results)
+    def replace_hung_worker(self, index: int, silent_s: float, node_id: str | None) -> str | None:
+        for call, (role, of, _) in list(self.runs.items()):
+            if role == "worker" and of == index:
+                replaced = self.fleet.replace_hung(index, silent_s, node_id, self.results)
+                if replaced is None:
+                    return None
+                line, new_call = replaced
+                if new_call is not None:  # a new actor: the old one's call ends as it dies
+                    del self.runs[call]
+                    self.runs[new_call] = ("worker", index, DEFAULT_POLICY)
+                return line
+        return None
+
+    def replace_silent_learner(self, policy: str, rank: int, silent_s: float) -> RoleEvents:
+        events = RoleEvents()
+        if any(role == "learner" and of == policy for role, _, of in self.runs.values()):
+            role = self.learner_groups[policy].cfg.role(rank)
+            self._learner_died(policy, rank, f"{role} reported nothing for {silent_s:g} s", events)
+        return events
 
     def end_unfinished_workers(self, waited_s: float) -> list[str]:
         lines = []

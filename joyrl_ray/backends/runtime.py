@@ -123,9 +123,16 @@ class Runtime(Protocol):
         others: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> Call[EvalResult]: ...
 
-    def replace_hung_worker(self, index: int, silent_s: float) -> str | None:
-        """Restart worker ``index``, silent for ``silent_s`` while waiting on no call; the
-        log line, or None where the backend cannot (one process)."""
+    def replace_hung_worker(self, index: int, silent_s: float, node_id: str | None) -> str | None:
+        """Restart worker ``index``, silent for ``silent_s`` while waiting on no call, on
+        node ``node_id`` (where known): away from that node if it is cut off; the log line,
+        or None where the backend cannot (one process)."""
+        ...
+
+    def replace_silent_learner(self, policy: str, rank: int, silent_s: float) -> RoleEvents:
+        """Restart ``policy``'s learner group, whose rank ``rank`` reported nothing for
+        ``silent_s``: away from its node if that node is cut off (nothing where the
+        backend cannot)."""
         ...
 
     def end_unfinished_workers(self, waited_s: float) -> list[str]:

@@ -169,8 +169,11 @@ class TurnTakingRuntime(Evaluations):
         """Give every role turns for ``timeout_s``; one that raises (or dies) ends the run."""
         return self.turns.advance(timeout_s)
 
-    def replace_hung_worker(self, index: int, silent_s: float) -> str | None:
+    def replace_hung_worker(self, index: int, silent_s: float, node_id: str | None) -> str | None:
         return None  # the roles take turns in the driver: a hung env hangs the driver
+
+    def replace_silent_learner(self, policy: str, rank: int, silent_s: float) -> RoleEvents:
+        return RoleEvents()  # a learner's turn that never ends hangs the driver too
 
     def end_unfinished_workers(self, waited_s: float) -> list[str]:
         return []

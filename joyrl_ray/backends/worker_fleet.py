@@ -16,11 +16,14 @@ joins say (:meth:`fill_room`, every ``ROOM_CHECK_S``).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
+from joyrl_ray.backends.node_probe import node_answers
 from joyrl_ray.backends.placement import (
     Requests,
     actor_options,
+    avoiding,
     enclosing_group,
     fits,
     worker_strategy,
@@ -33,6 +36,7 @@ from joyrl_ray.roles.worker.config import WorkerConfig
 from joyrl_ray.roles.worker.kinds import worker_class
 from joyrl_ray.roles.worker.worker import WorkerStats
 from joyrl_ray.wire.handles import ANSI_ESCAPES, Call, RayHandle, RayStore, RoleDied, plain_line
+from joyrl_ray.wire.where import node_here
 
 DROP_TIMEOUT_S = 30.0
 ROOM_CHECK_S = 5.0  # how often the cluster's free resources are checked for more workers
@@ -61,17 +65,31 @@ class WorkerFleet:
             "max_task_retries": -1,
             "scheduling_strategy": worker_strategy(general),
         }
-        worker = ray.remote(worker_class(cfg))
-        self.worker_cls = worker.options(**options, max_restarts=general.max_worker_restarts)
-        self.extra_cls = worker.options(**options, max_restarts=0)
+        self.worker = ray.remote(worker_class(cfg))
+        self.options = options
+        self.worker_cls = self.worker.options(**options, max_restarts=general.max_worker_restarts)
+        self.extra_cls = self.worker.options(**options, max_restarts=0)
         self.actors: dict[int, Any] = {i: self._new_actor(i) for i in range(self.n_workers)}
         self.drop_reasons: dict[int, str] = {}  # workers gone for good: why
+        self.replaced: Counter[int] = Counter()  # per worker: new actors after a node cut off
         self.shed: set[int] = set()  # workers stopped to make room, or extra ones gone
         self.room_checked = time.monotonic()
 
-    def _new_actor(self, index: int) -> Any:
+    def _new_actor(self, index: int, avoid_node: str | None = None) -> Any:
         cls = self.worker_cls if index < self.n_workers else self.extra_cls
+        if avoid_node is not None:
+            cls = self.worker.options(
+                **self.options, **avoiding(avoid_node), max_restarts=self._restarts_left(index)
+            )
         return cls.remote(index, self.cfg, self.planes.worker_senders(index), RayStore())
+
+    def _restarts_left(self, index: int) -> int:
+        """What is left of worker ``index``'s restart budget, for a new actor of it."""
+        if index >= self.n_workers:
+            return 0
+        if self.max_restarts < 0:
+            return -1
+        return max(self.max_restarts - self.replaced[index], 0)
 
     def _run(self, index: int) -> Call[WorkerStats]:
         return WorkerClient(RayHandle(f"worker {index}", actor=self.actors[index])).run()
@@ -181,21 +199,38 @@ class WorkerFleet:
             )
             events.failure_reason = "no_workers_left"
 
-    def replace_hung(self, index: int, silent_s: float, results: RoleResults) -> str | None:
-        """Kill worker ``index``, which pushed nothing for ``silent_s`` while it waited on no
-        call (an env that stopped answering): Ray restarts it within its budget and retries
-        its loop, as after any death of its process (the coordinator counts what it held as
-        lost when it registers again). None when it is not running."""
+    def replace_hung(
+        self, index: int, silent_s: float, node_id: str | None, results: RoleResults
+    ) -> tuple[str, Call[WorkerStats] | None] | None:
+        """Replace worker ``index``, which pushed nothing for ``silent_s`` while it waited on
+        no call, on node ``node_id``: the log line, and the new actor's call if it has one.
+
+        On a node that answers (an env that stopped answering) its process is killed: Ray
+        restarts it within its budget and retries its loop, as after any death of its
+        process (the coordinator counts what it held as lost when it registers again). On
+        a node cut off (its raylet silent, :mod:`.node_probe`), Ray would restart it only
+        once its health checks declare the node dead: the actor is ended and a new one,
+        kept off that node, takes its place and its restart budget's next step. None when
+        it is not running."""
         import ray
 
         if index not in self.running():
             return None
-        ray.kill(self.actors[index], no_restart=False)
         results.workers_hung.append(index)
-        return (
-            f"worker {index} pushed nothing for {silent_s:g} s and waits on no call (an env "
-            "that stopped answering?): its process is killed, to be restarted"
-        )
+        said = f"worker {index} pushed nothing for {silent_s:g} s and waits on no call"
+        budget_left = self.max_restarts < 0 or self.replaced[index] < self.max_restarts
+        if budget_left and node_id is not None and _cut_off(node_id):
+            ray.kill(self.actors[index], no_restart=True)
+            self.replaced[index] += 1
+            self.actors[index] = self._new_actor(index, avoid_node=node_id)
+            line = (
+                f"{said}, and its node ({node_id[:8]}) does not answer: taken as lost with "
+                "that node, a new worker takes its place elsewhere"
+            )
+            return line, self._run(index)
+        ray.kill(self.actors[index], no_restart=False)
+        line = f"{said} (an env that stopped answering?): its process is killed, to be restarted"
+        return line, None
 
     def end_unfinished(self, index: int, waited_s: float, results: RoleResults) -> str:
         """Kill worker ``index``, still running ``waited_s`` after the stop (stuck in an env
@@ -225,3 +260,9 @@ def _init_error(error: RoleDied) -> str | None:
         return None
     lines = [line for line in ANSI_ESCAPES.sub("", str(died)).splitlines() if line.strip()]
     return lines[-1].strip() if lines else "its constructor raised"
+
+
+def _cut_off(node_id: str) -> bool:
+    """Whether node ``node_id`` is cut off: not the driver's own (the driver answers for
+    it), and its raylet silent."""
+    return node_id != node_here()[0] and not node_answers(node_id)

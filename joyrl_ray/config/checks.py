@@ -136,12 +136,13 @@ def check_general(general: DictConfig) -> None:
         )
     if general.stall_timeout_s <= 0:
         raise ConfigError(f"general_cfg.stall_timeout_s={general.stall_timeout_s} must be > 0")
-    silent = general.worker_silent_after_s
-    if silent <= 0 and silent != -1:
-        raise ConfigError(
-            f"general_cfg.worker_silent_after_s={silent} is not allowed; allowed: seconds > 0, "
-            "or -1 (never take a silent worker as hung)"
-        )
+    for role in ("worker", "learner"):
+        silent = getattr(general, f"{role}_silent_after_s")
+        if silent <= 0 and silent != -1:
+            raise ConfigError(
+                f"general_cfg.{role}_silent_after_s={silent} is not allowed; allowed: seconds "
+                f"> 0, or -1 (never take a silent {role} as lost)"
+            )
     kills = list(general.fault_injection.kill_at_env_steps)
     if kills and general.mp_backend != "ray":
         # A worker kills its own process: with single, that process is the driver's.

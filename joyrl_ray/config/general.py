@@ -64,6 +64,7 @@ class GeneralConfig:
     env_error_window_steps: int = 50_000  # ... counted over this many recent env steps
     stall_timeout_s: float = 120.0  # stop, saying who waits for what, after this long stuck
     worker_silent_after_s: float = 300.0  # no push, waiting on no call: restarted; -1: never
+    learner_silent_after_s: float = 300.0  # no report: restarted, off a node cut off; -1: never
     fault_injection: FaultInjectionConfig = field(default_factory=FaultInjectionConfig)
     load_checkpoint: bool = False  # start from a checkpoint (resume in train, required in test)
     load_path: str | None = None  # task directory (under tasks/ or a path) holding models/

@@ -139,6 +139,7 @@ class Coordinator(WaitingRoom):
         self.counters = Counters(start.env_steps, start.episodes, start.updates)
         self.start_env_steps = start.env_steps  # where this run (or its resume) began
         self.workers = WorkerRoster(n_workers)
+        self.learner_seen: dict[tuple[str, int], float] = {}  # (policy, rank): last report
         self.desks = {p: PolicyDesk(p, self.store, learning) for p in policies}
         for policy, updates in (start_updates or {}).items():
             self.desks[policy].updates = updates
@@ -387,6 +388,7 @@ class Coordinator(WaitingRoom):
         newest."""
         with self._cond:
             desk = self.desks[policy]
+            self.learner_seen[(policy, rank)] = time.monotonic()
             self.mail.placements.append(where)
             if generation > 1:
                 self.mail.events.append(f"{where.role} is running again on {where.ip}")
@@ -420,6 +422,7 @@ class Coordinator(WaitingRoom):
         normalization statistics (the learner checkpoints them)."""
         with self._cond:
             desk = self.desks[report.policy]
+            self.learner_seen[(report.policy, report.rank)] = time.monotonic()
             if report.rank == 0:
                 desk.updates = report.updates
                 self.counters.updates = self._run_updates()
@@ -501,6 +504,7 @@ class Coordinator(WaitingRoom):
                 waiting=waiting,
                 last_push_age_s={w: round(now - t, 1) for w, t in self.workers.last_push.items()},
                 active_workers=len(self.workers.active),
+                learner_report_age_s={k: round(now - t, 1) for k, t in self.learner_seen.items()},
             )
 
     def stats(self) -> CoordinatorStats:

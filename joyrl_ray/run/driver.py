@@ -120,7 +120,8 @@ class Driver:
         self.evals = CheckpointEvaluations(cfg, runtime, recorder, stores, self.outcome, self._stop)
         self.progress_mark = (time.monotonic(), -1, -1)
         self.silence_checked = time.monotonic()
-        self.replaced_at: dict[int, float] = {}  # workers restarted as hung: when
+        self.replaced_at: dict[str, float] = {}  # roles restarted as silent: when
+        self.seen_waiting: dict[str, float] = {}  # roles last seen waiting on a call: when
         self.placement_announced = False
         self.data_plane_placed = False
         self.coordinator_alive = True
@@ -145,7 +146,7 @@ class Driver:
                     self._hurry()
                     self._stop("interrupted", None, signals.exit_code or 130)
                 self._watch_for_stalls()
-                self._watch_for_silent_workers()
+                self._watch_for_silent_roles()
                 if self.outcome.stop_reason is not None:
                     self._wait_for_roles()
                     break
@@ -384,13 +385,16 @@ class Driver:
         self._hurry()
         self._stop("stalled", stall_message(report, limit), 1)
 
-    def _watch_for_silent_workers(self) -> None:
+    def _watch_for_silent_roles(self) -> None:
         """Restart, where the backend can, each worker that pushed nothing for
-        ``worker_silent_after_s`` while it waits on no call (an env that stopped answering):
-        the run goes on instead of waiting on it (a synchronous round) or without it."""
-        limit = self.cfg.general.worker_silent_after_s
+        ``worker_silent_after_s`` while it waits on no call (an env that stopped answering,
+        a node cut off) and each learner group one of whose ranks reported nothing for
+        ``learner_silent_after_s``: the run goes on instead of waiting on them."""
+        general = self.cfg.general
         now = time.monotonic()
-        if limit <= 0 or self.outcome.stop_reason is not None or not self.coordinator_alive:
+        if self.outcome.stop_reason is not None or not self.coordinator_alive:
+            return
+        if general.worker_silent_after_s <= 0 and general.learner_silent_after_s <= 0:
             return
         if now - self.silence_checked < SILENCE_CHECK_EVERY_S:
             return
@@ -400,18 +404,53 @@ class Driver:
         except (CallTimeout, RoleError) as exc:
             self._coordinator_lost(exc)
             return
-        waiting = {**report.waiting, **self.runtime.data.waits()}
-        for worker, age in sorted(report.last_push_age_s.items()):
-            replaced = self.replaced_at.get(worker)
-            if age < limit or f"worker {worker}" in waiting:
-                continue
-            if replaced is not None and age >= now - replaced:
-                continue  # its new process has not registered yet (Ray starts it)
-            line = self.runtime.replace_hung_worker(worker, age)
+        limit = general.worker_silent_after_s
+        ages = {f"worker {w}": age for w, age in report.last_push_age_s.items()}
+        if limit > 0 and any(age >= limit / 2 for age in ages.values()):
+            # Who waits on a call is not silent, and its silence starts again when it was
+            # last seen waiting: a worker out of a long wait has yet to push its next chunk.
+            for role in {**report.waiting, **self.runtime.data.waits()}:
+                self.seen_waiting[role] = now
+            seen = self.seen_waiting
+            ages = {r: min(age, now - seen.get(r, -math.inf)) for r, age in ages.items()}
+        for role, age in self._silent(ages, limit).items():
+            place = self.outcome.placements.get(role)
+            node = place.node_id if place is not None else None
+            line = self.runtime.replace_hung_worker(int(role.split()[1]), age, node)
             if line is not None:
-                self.replaced_at[worker] = now
+                self.replaced_at[role] = now
                 self.recorder.log(line)
                 self.recorder.note(line)
+        learners = report.learner_report_age_s
+        silent_learners = self._silent(
+            {_learner_key(*learner): age for learner, age in learners.items()},
+            general.learner_silent_after_s,
+        )
+        for (policy, rank), age in sorted(learners.items()):
+            if _learner_key(policy, rank) not in silent_learners:
+                continue
+            for other_policy, other_rank in learners:  # the whole group starts anew
+                if other_policy == policy:
+                    self.replaced_at[_learner_key(other_policy, other_rank)] = now
+            self._take_events(self.runtime.replace_silent_learner(policy, rank, age))
+
+    def _silent(self, ages: dict[str, float], limit: float) -> dict[str, float]:
+        """Those of ``ages`` (a role's seconds since its last push or report) at ``limit`` or
+        more, but for those replaced less than twice ``limit`` ago: a new process starts
+        (imports, envs, the first weights) before it pushes, longer on a loaded machine."""
+        if limit <= 0:
+            return {}
+        now = time.monotonic()
+        silent = {}
+        for role, age in ages.items():
+            replaced = self.replaced_at.get(role)
+            if age >= limit and (replaced is None or now - replaced >= 2 * limit):
+                silent[role] = age
+        return silent
+
+
+def _learner_key(policy: str, rank: int) -> str:
+    return f"learner {rank} of {policy}"
 
 
 def stall_message(report: StallReport, timeout_s: float) -> str:

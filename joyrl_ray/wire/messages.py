@@ -383,3 +383,5 @@ class StallReport:
     waiting: dict[str, WaitState]
     last_push_age_s: dict[int, float]  # per worker, seconds since its last push
     active_workers: int
+    # per learner (policy, rank), seconds since its last report (it reports while it waits)
+    learner_report_age_s: dict[tuple[str, int], float] = field(default_factory=dict)

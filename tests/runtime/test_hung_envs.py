@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from joyrl_ray.run.driver import WORKER_END_WAIT_S
-from tests.support.cli_runs import TINY_DQN, assert_accounting, config_path, summary_of
+from tests.support.cli_runs import (
+    TINY_DQN,
+    assert_accounting,
+    config_path,
+    step_latency,
+    summary_of,
+)
 from tests.support.procs import TrackedRun, task_dirs
 from tests.support.watch import (
     final_checkpoint_updates,
@@ -29,8 +35,8 @@ from tests.support.watch import (
     wait_for,
 )
 
-SILENT_S = 30  # worker_silent_after_s here (300 by default): a restarted process on a loaded
-# machine needs time to start and push its first chunk, which the limit counts too
+SILENT_S = 20  # worker_silent_after_s here (300 by default); a worker restarted as hung is
+# not taken as hung again within twice that, while its new process starts
 EXIT_WITHIN_S = 15  # from the stop (its log line) to main.py's exit
 
 
@@ -71,9 +77,13 @@ def exited_at(run: TrackedRun, timeout_s: float) -> tuple[int | None, float]:
 def test_a_worker_whose_env_hangs_is_restarted_and_the_run_solves_and_exits_soon_after(
     tmp_path: Path, config: str
 ) -> None:
+    # DQN solves CartPole in ~10k env steps: paced, it takes longer than the restart, on
+    # any machine (PPO's synchronous rounds wait on the hung worker until it is restarted).
+    pace = step_latency(0.005) if config == "cartpole_dqn" else ()
     run = hung_run(
         tmp_path,
         config,
+        *pace,
         "general_cfg.n_workers=2",
         "general_cfg.reward_threshold=475",
         "general_cfg.max_env_steps=150000",

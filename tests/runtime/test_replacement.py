@@ -70,8 +70,9 @@ SLOW_HEALTH_CHECKS = {"health_check_period_ms": 3000, "health_check_failure_thre
 
 
 class SlotCluster:
-    def __init__(self, system_config: dict[str, int] | None = None) -> None:
+    def __init__(self, system_config: dict[str, int] | None = None, node2_cpus: int = 1) -> None:
         self.system_config = system_config or {}
+        self.node2_cpus = node2_cpus
         self.root = cluster_root("jrr")
         self.env = token_env(new_token(self.root))
         self.port = free_port()
@@ -100,7 +101,7 @@ class SlotCluster:
             [
                 f"--address={self.address}",
                 f"--node-ip-address={NODE2_IP}",
-                "--num-cpus=1",
+                f"--num-cpus={self.node2_cpus}",
                 '--resources={"node2": 1, "learner_slot": 1}',
             ],
             self.env,
@@ -163,8 +164,10 @@ class SlotCluster:
 
 
 @contextlib.contextmanager
-def slot_cluster(system_config: dict[str, int] | None = None) -> Iterator[SlotCluster]:
-    nodes = SlotCluster(system_config)
+def slot_cluster(
+    system_config: dict[str, int] | None = None, node2_cpus: int = 1
+) -> Iterator[SlotCluster]:
+    nodes = SlotCluster(system_config, node2_cpus)
     try:
         nodes.start()
         yield nodes

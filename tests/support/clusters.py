@@ -8,6 +8,7 @@ shell set up as Ray's docs say: RAY_AUTH_MODE=token, the token in RAY_AUTH_TOKEN
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -133,6 +134,21 @@ class RayNode:
                     raise
         raise AssertionError("unreachable")
 
+    def freeze(self) -> None:
+        """SIGSTOP every process of the node (``ray start``, its raylet, agents, workers), as
+        when its machine is cut off without dying: alive, and silent on every connection."""
+        self._signal_all(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT what :meth:`freeze` stopped."""
+        self._signal_all(signal.SIGCONT)
+
+    def _signal_all(self, signum: int) -> None:
+        self.track()
+        for pid, _ in [(self.proc.pid, 0), *descendants(self.proc.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
     def stop(self, timeout: float = 60, *, sweep: bool = True) -> dict[Proc, str]:
         """Stop the node as ``ray stop`` does (SIGTERM): its raylet leaves the cluster, which
         marks the node dead at once; after ``timeout`` the node is killed (:meth:`kill`)."""
@@ -154,6 +170,8 @@ class RayNode:
 
         Without ``sweep`` what is returned is what outlived the group by 10 s by itself."""
         self.track()
+        if sweep:
+            self.thaw()  # a frozen node's processes die at SIGKILL too, but exit cleaner
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:

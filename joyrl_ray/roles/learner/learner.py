@@ -237,6 +237,8 @@ class Learner:
         if data.stopped:
             return STOPPED
         if not data.batches:
+            if time.monotonic() - self.last_report > REPORT_EVERY_S:
+                self.report()  # the coordinator hears from a waiting learner too
             return IDLE
         priorities = [self._learn(batch) for batch in data.batches]
         self.source.learned(data, priorities)
