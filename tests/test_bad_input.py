@@ -512,6 +512,12 @@ CASES = [
         r"seconds > 0, or -1",
     ),
     Case(
+        "eval_timeout_0",
+        fixed("general_cfg.eval_timeout_s=0"),
+        r"general_cfg\.eval_timeout_s=0",
+        r"seconds > 0, or -1",
+    ),
+    Case(
         "learner_silent_after_negative",
         fixed("general_cfg.learner_silent_after_s=-5"),
         r"general_cfg\.learner_silent_after_s=-5",

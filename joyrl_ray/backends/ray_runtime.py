@@ -70,6 +70,7 @@ class RayRuntime(Evaluations):
         # process competes with the workers and learners while they start.
         self.evaluator: EvaluatorClient | None = None
         self._evaluator_thread: ThreadHandle | None = None
+        self._evaluator_setup: tuple[Any, Spaces | None] = (None, None)  # to start one again
         self._evaluating: Call[Any] | None = None
         # The coordinator's answer once a checkpoint or the stop comes (see advance).
         self._news: Call[int] | None = None
@@ -100,10 +101,22 @@ class RayRuntime(Evaluations):
             for policy, group in self.learner_groups.items():  # beside the workers
                 self._submit("learner", group.run(), policy)
             if learners and general.online_eval:
-                evaluator = online_evaluator(roles.evaluator, spaces)
-                self._evaluator_thread = ThreadHandle(evaluator, "Evaluator")
-                self.evaluator = EvaluatorClient(self._evaluator_thread)
+                self._evaluator_setup = (roles.evaluator, spaces)
+                self._new_evaluator()
             started.pop_all()  # started: shutdown() stops it all from now on
+
+    def _new_evaluator(self) -> None:
+        evaluator = online_evaluator(*self._evaluator_setup)
+        self._evaluator_thread = ThreadHandle(evaluator, "Evaluator")
+        self.evaluator = EvaluatorClient(self._evaluator_thread)
+
+    def replace_evaluator(self) -> bool:
+        # The stuck thread is a daemon: it ends with the process, its envs unclosed.
+        if self._evaluator_thread is None:
+            return False
+        self._evaluating = None
+        self._new_evaluator()
+        return True
 
     def _watch(self, call: Call[Any]) -> None:
         self._evaluating = call

@@ -140,6 +140,11 @@ class Runtime(Protocol):
         each."""
         ...
 
+    def replace_evaluator(self) -> bool:
+        """Leave the online evaluator, stuck in an evaluation, to itself and start a new
+        one for the next; False where the backend cannot (it evaluates in the driver)."""
+        ...
+
     def shutdown(self) -> None: ...
 
 

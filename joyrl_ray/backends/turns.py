@@ -178,6 +178,9 @@ class TurnTakingRuntime(Evaluations):
     def end_unfinished_workers(self, waited_s: float) -> list[str]:
         return []
 
+    def replace_evaluator(self) -> bool:
+        return False  # it evaluates in the driver's turn: a stuck evaluation stalls the run
+
     def close_evaluator(self) -> None:
         if self.online_evaluator is not None:
             self.online_evaluator.close()

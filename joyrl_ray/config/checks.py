@@ -136,6 +136,11 @@ def check_general(general: DictConfig) -> None:
         )
     if general.stall_timeout_s <= 0:
         raise ConfigError(f"general_cfg.stall_timeout_s={general.stall_timeout_s} must be > 0")
+    if general.eval_timeout_s <= 0 and general.eval_timeout_s != -1:
+        raise ConfigError(
+            f"general_cfg.eval_timeout_s={general.eval_timeout_s} is not allowed; allowed: "
+            "seconds > 0, or -1 (an online evaluation may run forever)"
+        )
     for role in ("worker", "learner"):
         silent = getattr(general, f"{role}_silent_after_s")
         if silent <= 0 and silent != -1:

@@ -76,6 +76,7 @@ class GeneralConfig:
     seed: int = 0  # 0: unseeded
     online_eval: bool = True  # evaluate every model_save_fre updates, beside learning
     online_eval_episode: int = 10  # episodes per online evaluation
+    eval_timeout_s: float = 300.0  # an online evaluation running longer fails (Ray); -1: never
     model_save_fre: int = 1000  # updates between checkpoints (and online evaluations);
     # an update is one gradient step off-policy (DQN, SAC, TD3) but one whole rollout
     # iteration on-policy (PPO: every epoch and minibatch over one rollout)

@@ -13,6 +13,7 @@ turns and, at the end, decides how long to wait for those still queued.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
@@ -68,6 +69,7 @@ class CheckpointEvaluations:
         self.tally = tally
         self.stop = stop
         self.in_flight: tuple[Call[EvalResult], CheckpointReport] | None = None
+        self.started_at = 0.0  # when the evaluation in flight started
         self.queue: deque[CheckpointReport] = deque(maxlen=EVAL_QUEUE * len(stores))
         # A multi-agent run's other learning policies act with their newest weights.
         self.newest_weights: dict[str, dict[str, np.ndarray]] = {}
@@ -112,8 +114,18 @@ class CheckpointEvaluations:
                     dict(self.newest_weights),
                 )
                 self.in_flight = (call, checkpoint)
+                self.started_at = time.monotonic()
             call, checkpoint = self.in_flight
             if not call.done():
+                if self._stuck() and self.runtime.replace_evaluator():
+                    self.in_flight = None
+                    limit = self.cfg.general.eval_timeout_s
+                    self._failed(
+                        checkpoint.updates,
+                        f"it ran past general_cfg.eval_timeout_s={limit:g} s (an env of the "
+                        "evaluator that stopped answering?); a new evaluator takes the next",
+                    )
+                    continue
                 return
             self.in_flight = None
             try:
@@ -122,6 +134,11 @@ class CheckpointEvaluations:
                 self._failed(checkpoint.updates, str(exc))
             else:
                 self._take(result, checkpoint)
+
+    def _stuck(self) -> bool:
+        """Whether the evaluation running has run past ``eval_timeout_s``."""
+        limit = self.cfg.general.eval_timeout_s
+        return limit > 0 and time.monotonic() - self.started_at > limit
 
     def abandon(self) -> None:
         """Count the evaluations still running or queued as skipped, and forget them."""

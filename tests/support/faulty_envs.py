@@ -109,6 +109,26 @@ class EvalBrokenEnv(CartPoleEnv):
         return super().step(action)
 
 
+class EvalHangsOnceEnv(CartPoleEnv):
+    """CartPole whose ``step`` blocks forever outside the run's Worker actors (on Ray: in
+    the online evaluator's envs) after ``hang_after`` steps, in the first env to get there
+    (the one that creates the file ``claim``); every other env steps on."""
+
+    def __init__(self, hang_after: int = 100, claim: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hang_after, self.claim, self.steps = hang_after, Path(claim), 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.steps == self.hang_after + 1 and not _in_ray_worker_actor():
+            try:
+                self.claim.open("x").close()
+            except FileExistsError:
+                return super().step(action)
+            threading.Event().wait()  # an evaluation's simulator that stopped answering
+        return super().step(action)
+
+
 class FlakyResetEnv(CartPoleEnv):
     """CartPole whose ``reset`` raises for one seed in ``every``: a simulator that fails to
     load some scenes (the same ones in any process, whatever the env's build)."""
