@@ -426,9 +426,11 @@ class Driver:
             {_learner_key(*learner): age for learner, age in learners.items()},
             general.learner_silent_after_s,
         )
+        restarted: set[str] = set()  # policies whose group restarts: once, for any rank
         for (policy, rank), age in sorted(learners.items()):
-            if _learner_key(policy, rank) not in silent_learners:
+            if policy in restarted or _learner_key(policy, rank) not in silent_learners:
                 continue
+            restarted.add(policy)
             for other_policy, other_rank in learners:  # the whole group starts anew
                 if other_policy == policy:
                     self.replaced_at[_learner_key(other_policy, other_rank)] = now
