@@ -92,37 +92,15 @@ class LeagueDesk:
     def state(self) -> dict[str, Any]:
         return self.league.state()
 
-    def _standing(self) -> dict[str, Any]:
-        league = self.league
-        return {
-            "snapshots": list(league.members),
-            "active": [m.name for m in league.active()],
-            "ratings": league.ratings.ratings(),
-        }
-
-    def _win_rates(self) -> dict[str, dict[str, float]]:
-        """Each player's decayed win rate against each one it played."""
-        payoff = self.league.payoff
-        players = payoff.players()
-        return {
-            a: {b: round(payoff.win_rate(a, b), 3) for b in players if payoff.games(a, b) > 0}
-            for a in players
-        }
-
     def ratings(self) -> dict[str, float]:
         return self.league.ratings.ratings()
 
     def summary(self) -> dict[str, Any]:
         """For ``summary.json`` (and ``rows``: ``league.csv``'s)."""
-        summary = {
-            "strongest": self.league.strongest(),
-            **self._standing(),
-            "payoff": self._win_rates(),
-            "games": {
-                pair: dict(zip(("won", "drew", "lost"), counts, strict=True))
-                for pair, counts in self.tally.items()
-            },
-            "rows": self.league.rows(),
+        summary = self.league.standing()
+        summary["games"] = {
+            pair: dict(zip(("won", "drew", "lost"), counts, strict=True))
+            for pair, counts in self.tally.items()
         }
         if self.resumed is not None:
             summary["resumed"] = self.resumed

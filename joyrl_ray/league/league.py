@@ -270,6 +270,23 @@ class League:
         names = [self.settings.main, *self.settings.exploiters, *(m.name for m in self.active())]
         return max(names, key=self.ratings.rating)
 
+    def standing(self) -> dict[str, Any]:
+        """For ``summary.json``: the strongest player, the members, the ratings, each
+        player's decayed win rate against each one it played, and ``rows`` (league.csv's)."""
+        payoff = self.payoff
+        players = payoff.players()
+        return {
+            "strongest": self.strongest(),
+            "snapshots": list(self.members),
+            "active": [m.name for m in self.active()],
+            "ratings": self.ratings.ratings(),
+            "payoff": {
+                a: {b: round(payoff.win_rate(a, b), 3) for b in players if payoff.games(a, b) > 0}
+                for a in players
+            },
+            "rows": self.rows(),
+        }
+
     def rows(self) -> list[dict[str, Any]]:
         """league.csv's rows: every member ever frozen, then main and the exploiters."""
         rows = [

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from joyrl_ray.league.checkpoint import LEAGUE_KEY
+from joyrl_ray.league.league import League, LeagueSettings
 from joyrl_ray.run.atomic_file import atomic_write_bytes
-from joyrl_ray.run.checkpoint import CheckpointError
+from joyrl_ray.run.checkpoint import CheckpointError, find_checkpoint
 from joyrl_ray.run.task_dir import TaskDir
 
 LEAGUE_DIR = "league"
@@ -68,6 +69,19 @@ def league_start(source: Path, checkpoint: dict[str, Any]) -> dict[str, Any] | N
     names = [m["name"] for m in state["members"] if m.get("active", True)]
     weights = {name: read_snapshot(source / "models", name) for name in names}
     return {"state": state, "weights": weights}
+
+
+def league_at_checkpoint(task: Path, settings: LeagueSettings) -> dict[str, Any] | None:
+    """The standing of the league in the main policy's newest checkpoint of ``task``, for a
+    run that lost its coordinator (and the live league with it): what a resume starts from.
+    None when no checkpoint of main holds a league yet."""
+    try:
+        state = find_checkpoint(task, "last", policy=settings.main).state.get(LEAGUE_KEY)
+    except CheckpointError:
+        return None
+    if state is None:
+        return None
+    return League.from_state(settings, state).standing()
 
 
 def carry_snapshots(source: Path, task_models: Path) -> int:

@@ -60,6 +60,7 @@ from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
 from joyrl_ray.run.league_files import (
     carry_snapshots,
+    league_at_checkpoint,
     league_start,
     read_snapshot,
     snapshot_names,
@@ -328,6 +329,13 @@ def _run_in(
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
         summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
         league = plane_stats.coordinator.league if plane_stats is not None else None
+        if league is None and train and plan is not None and plan.league is not None:
+            # The coordinator died with the live league: the last checkpoint's is kept.
+            league = league_at_checkpoint(task.root, plan.league)
+            if league is not None:
+                summary["league"] = {k: v for k, v in league.items() if k != "rows"}
+                summary["league"]["from_checkpoint"] = True
+                league["games"] = {}
         if league is not None and train:
             write_league(task, league, outcome.league_ratings, general.save_fig)
             recorder.log(f"league: strongest {league['strongest']}; {task.results / 'league.csv'}")

@@ -17,7 +17,7 @@ import torch
 from tests.support.cli_runs import config_path, summary_of, train_in_process
 from tests.support.procs import TrackedRun, task_dirs
 from tests.support.runs import needs_extra
-from tests.support.watch import interrupt, kill, log_text, role_pids, wait_for
+from tests.support.watch import finish, kill, log_text, role_pids, wait_for
 
 CONFIG = "connect_four_ppo_league"
 SMALL = (
@@ -131,9 +131,12 @@ def test_an_exploiter_learns_only_against_main_and_is_rated_beside_it(tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_a_league_survives_a_killed_learner_and_a_resume_takes_it_up_from_the_checkpoint(
+def test_a_league_survives_a_killed_learner_and_after_a_killed_coordinator_resumes_its_checkpoint(
     tmp_path: Path, ray_session
 ) -> None:
+    """SIGKILL of the learner: the run goes on in the same league. SIGKILL of the coordinator
+    (where the league desk lives): the run stops, and a resume takes the league of the last
+    checkpoint, exactly, and goes on freezing snapshots."""
     needs_extra("pettingzoo", "requirements-multiagent.txt")
     first_dir = tmp_path / "first"
     run = TrackedRun(
@@ -158,19 +161,30 @@ def test_a_league_survives_a_killed_learner_and_a_resume_takes_it_up_from_the_ch
         restarted = "restarting the learner group of "
         wait_for(run, "the learner's restart", lambda: restarted in log_text(task), 120)
         before = len(snapshot_files(task))
+        last = task / "models" / "main" / "last.pt"
         wait_for(
-            run, "a snapshot past the restart", lambda: len(snapshot_files(task)) > before, 240
+            run,
+            "a checkpoint whose league holds a snapshot past the restart",
+            lambda: len(checkpoint_league(last)["members"]) > before,
+            240,
         )
-        assert interrupt(run, 60) == 130, run.stderr[-3000:]
+        (coordinator,) = role_pids(run, "ray::Coordinator")
+        kill(coordinator)
+        assert finish(run, 120) == 1, run.stderr[-3000:]
     finally:
         run.kill()
     first = summary_of(task)
+    assert first["stop_reason"] == "coordinator_failed"
     assert first["learner_restarts"] == 1
-    # Snapshots went on being frozen across the restart, in one league.
+    # Snapshots went on being frozen across the restart, in one league; the live league died
+    # with the coordinator, and the summary and league.csv give the last checkpoint's.
+    saved = checkpoint_league(task / "models" / "main" / "last.pt")
+    assert first["league"]["from_checkpoint"] is True
+    assert first["league"]["snapshots"] == [m["name"] for m in saved["members"]]
     assert len(first["league"]["snapshots"]) > before >= 2
+    assert {r["name"] for r in league_rows(task)} == {*first["league"]["snapshots"], "main"}
 
     # A resume goes on with the league of its checkpoint, exactly, and freezes more.
-    saved = checkpoint_league(task / "models" / "main" / "last.pt")
     resumed = train_in_process(
         tmp_path / "resumed",
         CONFIG,
