@@ -425,6 +425,7 @@ class Driver:
         silent_learners = self._silent(
             {_learner_key(*learner): age for learner, age in learners.items()},
             general.learner_silent_after_s,
+            heard_since_replaced=True,
         )
         restarted: set[str] = set()  # policies whose group restarts: once, for any rank
         for (policy, rank), age in sorted(learners.items()):
@@ -436,17 +437,26 @@ class Driver:
                     self.replaced_at[_learner_key(other_policy, other_rank)] = now
             self._take_events(self.runtime.replace_silent_learner(policy, rank, age))
 
-    def _silent(self, ages: dict[str, float], limit: float) -> dict[str, float]:
+    def _silent(
+        self, ages: dict[str, float], limit: float, *, heard_since_replaced: bool = False
+    ) -> dict[str, float]:
         """Those of ``ages`` (a role's seconds since its last push or report) at ``limit`` or
         more, but for those replaced less than twice ``limit`` ago: a new process starts
-        (imports, envs, the first weights) before it pushes, longer on a loaded machine."""
+        (imports, envs, the first weights) before it pushes, longer on a loaded machine.
+        ``heard_since_replaced``: nor a replaced role not heard from since (a learner reports
+        as soon as its process is up, so one not heard from is still starting: a restart
+        then would only start it again)."""
         if limit <= 0:
             return {}
         now = time.monotonic()
         silent = {}
         for role, age in ages.items():
             replaced = self.replaced_at.get(role)
-            if age >= limit and (replaced is None or now - replaced >= 2 * limit):
+            if replaced is not None:
+                since = now - replaced
+                if since < 2 * limit or (heard_since_replaced and age >= since):
+                    continue
+            if age >= limit:
                 silent[role] = age
         return silent
 
