@@ -108,6 +108,16 @@ def resolve_env_id(env_id: str) -> EnvSource:
     )
 
 
+def registered_reward_threshold(env_id: str) -> float | None:
+    """The reward threshold ``env_id``'s gymnasium registration gives (None for an env
+    constructed from a class, or registered without one)."""
+    source = resolve_env_id(env_id)
+    if not isinstance(source, str):
+        return None
+    threshold = gym.spec(source).reward_threshold
+    return None if threshold is None else float(threshold)
+
+
 def check_env_id(env_id: str) -> None:
     """Raise EnvSpecError for an id that resolves to nothing (imports, builds no env)."""
     resolve_env_id(env_id)

@@ -365,6 +365,12 @@ LEAGUE_CASES = [
 ]
 
 CASES = [
+    Case(
+        "reward_threshold_word",
+        fixed("general_cfg.reward_threshold=solved"),
+        r"general_cfg\.reward_threshold='solved'",
+        r"allowed: a number, env .* or null",
+    ),
     # keys and sections
     Case(
         "unknown_key",

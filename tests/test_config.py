@@ -115,3 +115,19 @@ def test_a_command_line_policy_mapping_replaces_the_yamls_and_drops_policies_lef
         ["multi_agent.policies={spare: {}}", "multi_agent.policy_mapping={'*': tictactoe}"],
     )
     assert list(kept.multi_agent.policies) == ["tictactoe", "spare"]
+
+
+def test_the_reward_threshold_defaults_to_the_envs_registered_one_and_null_turns_it_off() -> None:
+    def threshold(*overrides: str) -> float | None:
+        return RunConfig.from_omegaconf(load_config(None, list(overrides))).general.reward_threshold
+
+    assert threshold() == 475.0  # CartPole-v1's registration
+    assert threshold("env_cfg.id=Acrobot-v1") == -100.0
+    assert threshold("general_cfg.reward_threshold=null") is None  # the whole budget
+    assert threshold("general_cfg.reward_threshold=200") == 200.0
+    # No registered threshold, or no online evaluation to reach it: none.
+    assert threshold("env_cfg.id=Pendulum-v1", "general_cfg.algo_name=PPO") is None
+    assert threshold("general_cfg.online_eval=false") is None
+    # A threshold given turns the online evaluations on.
+    given = load_config(None, ["general_cfg.online_eval=false", "general_cfg.reward_threshold=9"])
+    assert RunConfig.from_omegaconf(given).general.online_eval is True

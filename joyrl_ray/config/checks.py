@@ -19,10 +19,11 @@ from algos import canonical_name, get_algorithm
 from algos.layers import LayerConfig, validate_layers
 from envs import ENV_FAMILIES, EnvSpecError, check_env_id
 from envs.config import RENDER_MODES, VECTOR_MODES
-from envs.registry import check_wrappers
+from envs.registry import check_wrappers, registered_reward_threshold
 from joyrl_ray.config.general import (
     BACKENDS,
     DEVICES,
+    ENV_THRESHOLD,
     MODES,
     PLACEMENTS,
     TRACKERS,
@@ -101,8 +102,14 @@ def check_general(general: DictConfig) -> None:
     ):
         if general[key] < 1:
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 1")
-    if general.reward_threshold is not None:
-        general.online_eval = True  # the threshold is judged on online evaluations
+    threshold = general.reward_threshold
+    if isinstance(threshold, bool) or not (
+        threshold is None or threshold == ENV_THRESHOLD or isinstance(threshold, int | float)
+    ):
+        raise ConfigError(
+            f"general_cfg.reward_threshold={threshold!r} is not allowed; allowed: a number, "
+            f"{ENV_THRESHOLD} (the env's registered threshold) or null (never: the whole budget)"
+        )
     if general.n_learners > 1 and general.mp_backend != "ray":
         raise ConfigError(
             f"general_cfg.n_learners={general.n_learners} needs general_cfg.mp_backend=ray "
@@ -315,3 +322,15 @@ def check_env(env: DictConfig) -> None:
         check_wrappers(list(env.wrappers))
     except EnvSpecError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def settle_reward_threshold(general: DictConfig, env: DictConfig) -> None:
+    """``general_cfg.reward_threshold`` as a number or None (``env``: the env's registered
+    one, when online evaluations run to reach it); a threshold turns online evaluation on."""
+    if general.reward_threshold == ENV_THRESHOLD:
+        registered = registered_reward_threshold(env.id) if general.online_eval else None
+        general.reward_threshold = registered
+    elif general.reward_threshold is not None:
+        general.reward_threshold = float(general.reward_threshold)
+    if general.reward_threshold is not None:
+        general.online_eval = True  # the threshold is judged on online evaluations

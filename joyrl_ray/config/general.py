@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 MODES = ("train", "test")
 BACKENDS = ("single", "ray")
@@ -10,6 +11,7 @@ DEVICES = ("auto", "cpu", "cuda")
 PLACEMENTS = ("spread", "pack")
 TRACKERS = ("mlflow", "wandb")  # general_cfg.tracking; each is also the module it imports
 TRACKING_EXTRA = "requirements-tracking.txt"
+ENV_THRESHOLD = "env"  # general_cfg.reward_threshold: the env's registered one
 
 
 @dataclass
@@ -85,7 +87,10 @@ class GeneralConfig:
     # if model_save_fre has made none yet: a learner lost early restarts from it (null: off)
     save_best_model: bool | None = True  # keep models/best.pt (needs online_eval); null (left
     # blank) keeps it too
-    reward_threshold: float | None = None  # stop once an online evaluation averages this
+    reward_threshold: Any = ENV_THRESHOLD  # stop once an online evaluation averages this;
+    # env: the env's registered threshold (gymnasium's spec.reward_threshold, CartPole-v1's
+    # 475; none for an env without one, or with online_eval off); null: never, the run takes
+    # its whole budget (typed Any: a number, env or null)
     save_fig: bool = True  # write reward curves to figs/
     show_fig: bool = False  # show the reward curves at the end
     render_n_episodes: int = 1  # test mode with rgb_array: episodes recorded to videos/

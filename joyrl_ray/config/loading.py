@@ -29,6 +29,7 @@ from joyrl_ray.config.checks import (
     check_env,
     check_general,
     check_keys,
+    settle_reward_threshold,
     unknown_message,
 )
 from joyrl_ray.config.general import GeneralConfig
@@ -179,6 +180,7 @@ def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]
     check_algo(algo, general)
     env = _merge(EnvConfig, [s.get("env_cfg", {}) for s in sources], "env_cfg")
     check_env(env)
+    settle_reward_threshold(general, env)
     sections = {"general_cfg": general, "algo_cfg": algo, "env_cfg": env}
     agent_layers: list[dict[str, Any]] = [s["multi_agent"] for s in sources if s.get("multi_agent")]
     if agent_layers:
