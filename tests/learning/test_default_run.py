@@ -18,7 +18,8 @@ from joyrl_ray.run.runner import run
 from tests.support.cli_runs import summary_of
 from tests.support.procs import task_dirs
 
-#: Seeds 1-5 stopped at 25.6k, 15.4k, 13.3k, 25.6k and 15.4k env steps here (35-112 s).
+#: Seeds 1-5, python main.py here: stopped at 5.6k, 15.4k, 21.5k, 25.6k and 21.5k env steps
+#: (26-63 s a process); in an earlier run, at 25.6k, 15.4k, 13.3k, 25.6k and 15.4k.
 SEED = 1
 
 
