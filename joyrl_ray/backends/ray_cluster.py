@@ -234,6 +234,8 @@ class RaySession:
         self.mode: str | None = None
         self.error: BaseException | None = None
         self.teardown_s: float | None = None  # how long stopping (or leaving) Ray took
+        self.ready_at: float | None = None  # epoch seconds Ray was up (or attached)
+        self.closed_at: float | None = None  # monotonic: Ray was stopped (or left)
         self._ready, self._closing = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._main, name="ray-session", daemon=True)
         self._thread.start()
@@ -241,6 +243,7 @@ class RaySession:
     def _main(self) -> None:
         try:
             self.mode = connect(self.address, num_cpus=self.num_cpus)
+            self.ready_at = time.time()
         except BaseException as exc:  # re-raised in the driver's thread by wait()
             self.error = exc
         self._ready.set()
@@ -252,7 +255,8 @@ class RaySession:
             disconnect(self.mode)
         except Exception as exc:  # the run's results are written: say so, and go on exiting
             print(f"warning: stopping Ray failed: {first_line(exc)}", file=sys.stderr)
-        self.teardown_s = round(time.monotonic() - started, 3)
+        self.closed_at = time.monotonic()
+        self.teardown_s = round(self.closed_at - started, 3)
 
     def wait(self) -> str:
         """The connection mode once Ray is up; raises what starting it raised."""

@@ -108,6 +108,7 @@ class CoordinatorStats:
     stop_detail: str | None
     busy_s: float
     normalization: dict[str, Any] | None = None  # version and counts of the merged statistics
+    first_weights_at: float | None = None  # epoch seconds
     policies: dict[str, PolicyStats] | None = None
     league: dict[str, Any] | None = None  # the strongest member, ratings, league.csv's rows
 
@@ -154,6 +155,7 @@ class Coordinator(WaitingRoom):
         self.mail = Mailboxes()
         self.news_seq = 0  # counts what the driver should see at once: checkpoints, the stop
         self.busy_s = 0.0
+        self.first_weights_at: float | None = None  # epoch seconds: the first version came
         # Test mode's games are counted up to its episodes, as its episodes are.
         games = None if learning else stop_rule.max_episode
         self.league = (
@@ -414,6 +416,8 @@ class Coordinator(WaitingRoom):
         with self._cond:
             if not self.desks[policy].weights.publish(weights, version):
                 return False
+            if self.first_weights_at is None:
+                self.first_weights_at = time.time()
             self._cond.notify_all()
             return True
 
@@ -522,6 +526,7 @@ class Coordinator(WaitingRoom):
                 stop_reason=self.stop_reason,
                 stop_detail=self.stop_detail,
                 busy_s=round(self.busy_s, 3),
+                first_weights_at=self.first_weights_at,
                 normalization=self.norm.summary(),
                 policies=policies,
                 league=None if self.league is None else self.league.summary(),

@@ -71,7 +71,10 @@ class DriveOutcome:
     stop_reason: str | None
     error: str | None
     placements: dict[str, Placement] = field(default_factory=dict)
+    first_placements: dict[str, Placement] = field(default_factory=dict)  # the start's
+    roles_requested_at: float | None = None  # epoch seconds
     first_data_at: float | None = None  # monotonic
+    roles_ended_at: float | None = None  # monotonic
     stopped_at: float | None = None
     final_checkpoints: dict[str, CheckpointReport] = field(default_factory=dict)  # by policy
     best_returns: dict[str, float] = field(default_factory=dict)  # by policy
@@ -105,6 +108,7 @@ class Driver:
         *,
         expected_roles: int,
         announce_placement: Any,
+        roles_requested_at: float | None = None,
     ) -> None:
         self.cfg = cfg
         self.runtime = runtime
@@ -113,7 +117,7 @@ class Driver:
         self.stores = stores  # each policy's
         self.expected_roles = expected_roles
         self.announce_placement = announce_placement
-        self.outcome = DriveOutcome(0, None, None)
+        self.outcome = DriveOutcome(0, None, None, roles_requested_at=roles_requested_at)
         for policy in stores:  # a resumed run's best so far
             self.outcome.best_returns[policy] = recorder.best_eval(policy)
         self.latest_states: dict[str, bytes] = {}  # each policy's newest checkpoint
@@ -150,6 +154,7 @@ class Driver:
                 if self.outcome.stop_reason is not None:
                     self._wait_for_roles()
                     break
+            self.outcome.roles_ended_at = time.monotonic()
             if self.coordinator_alive:
                 self.runtime.data.flush_reports()  # what the shards still hold, then the last drain
                 self._drain()
@@ -249,12 +254,13 @@ class Driver:
         self.outcome.worker_restarts = reports.worker_restarts
         if reports.counters.env_steps and self.outcome.first_data_at is None:
             self.outcome.first_data_at = time.monotonic()
-        for place in reports.placements:
-            self.outcome.placements[place.role] = place
-        if not self.data_plane_placed and self.outcome.placements:
+        placements = list(reports.placements)
+        if not self.data_plane_placed and (placements or self.outcome.placements):
             self.data_plane_placed = True  # the data plane started before the coordinator
-            for place in self.runtime.data.placements():
-                self.outcome.placements[place.role] = place
+            placements += self.runtime.data.placements()
+        for place in placements:
+            self.outcome.placements[place.role] = place
+            self.outcome.first_placements.setdefault(place.role, place)
         if not self.placement_announced and len(self.outcome.placements) >= self.expected_roles:
             self.placement_announced = True
             self.announce_placement(self.outcome.placements)

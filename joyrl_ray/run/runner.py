@@ -67,6 +67,7 @@ from joyrl_ray.run.league_files import (
     write_league,
 )
 from joyrl_ray.run.recorder import Recorder
+from joyrl_ray.run.startup_parts import teardown_parts
 from joyrl_ray.run.summary import PlaneStats, build_summary, fleet_changes
 from joyrl_ray.run.task_dir import TaskDir, create_task_dir
 from joyrl_ray.run.tracking import RunTracking, start_tracking
@@ -327,7 +328,16 @@ def _run_in(
             if "render_error" in render:
                 recorder.log(f"rendering failed: {render['render_error']}")
                 print(f"warning: rendering failed: {render['render_error']}", file=sys.stderr)
-        summary = build_summary(cfg, recorder, outcome, results, plane_stats, started_at, start)
+        summary = build_summary(
+            cfg,
+            recorder,
+            outcome,
+            results,
+            plane_stats,
+            started_at,
+            start,
+            ray_ready_at=session.ready_at if session is not None else None,
+        )
         league = plane_stats.coordinator.league if plane_stats is not None else None
         if league is None and train and plan is not None and plan.league is not None:
             # The coordinator died with the live league: the last checkpoint's is kept.
@@ -376,6 +386,9 @@ def _run_in(
     if session is not None:
         session.close()
         summary["time_s"]["teardown"] = session.teardown_s
+        summary["time_s"]["teardown_parts"] = teardown_parts(
+            outcome.stopped_at, outcome.roles_ended_at, session.closed_at
+        )
         recorder.write_summary(summary)
     return result
 
@@ -444,6 +457,7 @@ def _drive(
     roles = RoleConfigs.of(cfg, plan)  # each role's own slice, built once
     nodes_line = "one process"
     runtime: Runtime
+    roles_requested_at = time.time()
     if session is None:
         runtime = LocalRuntime(general, roles, planes, setups, spaces)
     else:
@@ -474,6 +488,7 @@ def _drive(
                 stores,
                 expected_roles=n_roles,
                 announce_placement=announce_placement,
+                roles_requested_at=roles_requested_at,
             )
         )
         outcome = driver[0].drive()

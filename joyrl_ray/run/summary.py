@@ -26,6 +26,7 @@ from joyrl_ray.run.bottleneck import judge
 from joyrl_ray.run.driver import DriveOutcome
 from joyrl_ray.run.evaluations import threshold_of
 from joyrl_ray.run.recorder import Recorder
+from joyrl_ray.run.startup_parts import startup_parts, teardown_parts
 from joyrl_ray.wire.messages import Placement
 
 # Stops that a resume from the last checkpoint gets past (an env that fails, or workers that
@@ -57,6 +58,8 @@ def build_summary(
     planes: PlaneStats | None,
     started_at: float,
     start: modes.Start,
+    *,
+    ray_ready_at: float | None = None,
 ) -> dict[str, Any]:
     general = cfg.general
     train = general.mode == "train"
@@ -118,6 +121,15 @@ def build_summary(
             "startup": round(startup, 3) if startup is not None else None,
             "run": round(run_s, 3) if run_s is not None else None,
             "teardown": None,
+            "startup_parts": startup_parts(
+                started_at,
+                outcome.first_placements.values(),
+                ray_ready_at=ray_ready_at,
+                roles_requested_at=outcome.roles_requested_at,
+                first_weights_at=coordinator.first_weights_at if coordinator else None,
+                first_env_step_s=startup,
+            ),
+            "teardown_parts": teardown_parts(outcome.stopped_at, outcome.roles_ended_at, None),
             "workers_stepping": round(workers_t.step_s, 3),
             "workers_push_wait": round(workers_t.push_wait_s, 3),
             "workers_weights_wait": round(workers_t.weights_wait_s, 3),

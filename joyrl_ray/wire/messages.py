@@ -10,6 +10,7 @@ the modules that produce most of them (worker, learner) do.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from joyrl_ray.normalization import NormDelta, SharedNorm
 from joyrl_ray.policies import DEFAULT_POLICY
-from joyrl_ray.wire.where import group_here
+from joyrl_ray.wire.where import group_here, process_started_at
 
 #: One finished episode: a dict of numpy arrays, one row per step (``obs``, ``actions``,
 #: ``rewards``, ``terminated``, ``truncated``, ``next_obs``).
@@ -50,6 +51,11 @@ class Placement:
     ip: str
     pid: int
     group: str = field(default_factory=group_here)  # its placement group's id, or ''
+    # Epoch seconds (summary.json's time_s.startup_parts): its process started, its
+    # constructor began (its modules imported; known for workers and learners), it was up.
+    process_started_at: float | None = field(default_factory=process_started_at)
+    loaded_at: float | None = None
+    ready_at: float = field(default_factory=time.time)
 
 
 @dataclass

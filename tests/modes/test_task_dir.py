@@ -45,6 +45,14 @@ def test_single_process_run_writes_the_task_directory(tmp_path: Path) -> None:
         "return_std",
     }
     assert [e["updates"] for e in evals] == sorted(e["updates"] for e in evals)
+    # One process: no Ray and no role process of its own; the roles' moments in order.
+    parts = summary["time_s"]["startup_parts"]
+    assert parts["ray_ready"] is None and parts["processes_started"] is None, parts
+    moments = [parts[k] for k in ("roles_requested", "roles_imported", "roles_ready")]
+    assert None not in moments and moments == sorted(moments), parts
+    assert moments[-1] <= parts["first_env_step"] == summary["time_s"]["startup"], parts
+    assert summary["time_s"]["teardown_parts"]["ray_stopped"] is None
+    assert summary["time_s"]["teardown_parts"]["roles_ended"] >= 0
 
     episodes = (task / "results" / "episodes.csv").read_text().strip().splitlines()
     assert episodes[0].startswith("episode,env_steps,return")

@@ -113,3 +113,24 @@ def test_summary_accounting_is_consistent(local_run):
     assert times["learner_learning"] + times["learner_data_wait"] <= summary["wall_time_s"]
     worker_total = times["workers_stepping"] + times["workers_push_wait"]
     assert worker_total <= N_WORKERS * summary["wall_time_s"]
+
+
+def test_the_summary_says_where_the_start_up_and_the_end_went(local_run):
+    _, _, _, summary = local_run
+    times = summary["time_s"]
+    parts = times["startup_parts"]  # seconds since the process started, each the latest
+    moments = [
+        parts["ray_ready"],
+        parts["roles_requested"],
+        parts["processes_started"],  # the roles' own processes: Ray's
+        parts["roles_imported"],
+        parts["roles_ready"],
+    ]
+    assert None not in moments and moments == sorted(moments), parts
+    # DQN's workers step before the learner is up (they act with nets of their own at first).
+    assert 0 < parts["ray_ready"] and parts["roles_requested"] < parts["first_env_step"], parts
+    assert parts["first_weights"] is not None and parts["first_weights"] >= parts["roles_requested"]
+    assert parts["first_env_step"] == times["startup"]
+    ending = times["teardown_parts"]  # seconds since the stop
+    assert 0 <= ending["roles_ended"] <= ending["ray_stopped"], ending
+    assert ending["ray_stopped"] - ending["roles_ended"] >= times["teardown"] > 0, times

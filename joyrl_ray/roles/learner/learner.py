@@ -109,6 +109,7 @@ class Learner:
         generation: int = 1,
         start_state: bytes | None = None,
     ) -> None:
+        self.loaded_at = time.time()  # its modules are in: the constructor begins
         torch.set_num_threads(cfg.threads)
         self.cfg = cfg
         self.links = links
@@ -205,7 +206,9 @@ class Learner:
                 rendezvous=self.meeting,
             )
             self.algorithm.join(DataParallel(self.rank, self.world_size))
-        where = Placement(self.cfg.role(self.rank), *node_here(), os.getpid())
+        where = Placement(
+            self.cfg.role(self.rank), *node_here(), os.getpid(), loaded_at=self.loaded_at
+        )
         restored = replace(self.counters)
         started = self.coordinator.learner_started(
             self.rank, self.generation, restored, where

@@ -114,6 +114,7 @@ class MultiAgentWorker:
         senders: dict[str, WorkerSender],
         store: ObjectStore,
     ) -> None:
+        self.loaded_at = time.time()  # its modules are in: the constructor begins
         torch.set_num_threads(1)
         assert cfg.multi_agent is not None
         self.worker_id = worker_id
@@ -194,7 +195,9 @@ class MultiAgentWorker:
     # ----- the run -----
     def start(self) -> None:
         """Register with the coordinator: the global step count and every policy's weights."""
-        where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
+        where = Placement(
+            f"worker {self.worker_id}", *node_here(), os.getpid(), loaded_at=self.loaded_at
+        )
         first = next(iter(self.channels.values()))
         start = first.sender.register(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps

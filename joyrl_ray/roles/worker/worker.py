@@ -69,6 +69,7 @@ class Worker:
     def __init__(
         self, worker_id: int, cfg: WorkerConfig, sender: WorkerSender, store: ObjectStore
     ) -> None:
+        self.loaded_at = time.time()  # its modules are in: the constructor begins
         torch.set_num_threads(1)
         self.worker_id = worker_id
         self.cfg = cfg
@@ -172,7 +173,9 @@ class Worker:
     # ----- stepping -----
     def start(self) -> None:
         """Register with the coordinator: the global step count and the newest weights."""
-        where = Placement(f"worker {self.worker_id}", *node_here(), os.getpid())
+        where = Placement(
+            f"worker {self.worker_id}", *node_here(), os.getpid(), loaded_at=self.loaded_at
+        )
         start = self.sender.register(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps
         self.incarnation = self.report.incarnation = start.incarnation
