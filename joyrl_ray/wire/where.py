@@ -4,16 +4,24 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
+from typing import Any
+
+
+def _connected_ray() -> Any:
+    """The ray module when this process is connected to Ray, else None (a process that never
+    imported ray is not: the one-process backend does not pay for Ray's import here)."""
+    ray = sys.modules.get("ray")
+    return ray if ray is not None and ray.is_initialized() else None
 
 
 def node_here() -> tuple[str, str]:
     """(node id, ip) of this process: Ray's view when in Ray, this host otherwise."""
     try:
-        import ray
-
-        if ray.is_initialized():
+        ray = _connected_ray()
+        if ray is not None:
             return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
     except Exception:  # not in a Ray process (one-process backend, tests)
         pass
@@ -24,12 +32,9 @@ def group_here() -> str:
     """The id of the placement group this process runs in, '' when none (the driver, a
     role placed freely, the one-process backend)."""
     try:
-        import ray
-
-        if ray.is_initialized():
-            from ray.util import get_current_placement_group
-
-            group = get_current_placement_group()
+        ray = _connected_ray()
+        if ray is not None:
+            group = ray.util.get_current_placement_group()
             if group is not None:
                 return str(group.id.hex())
     except Exception:  # not in a Ray process
