@@ -41,7 +41,7 @@ from joyrl_ray.roles.worker.kill_schedule import KillSchedule
 from joyrl_ray.roles.worker.league_play import LEAGUE_EVERY, LeaguePlay
 from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
-from joyrl_ray.roles.worker.worker import WAIT_S, WorkerStats
+from joyrl_ray.roles.worker.worker import WorkerLoop, WorkerStats
 from joyrl_ray.seeding import derive_seed
 from joyrl_ray.wire.handles import ObjectStore, first_line
 from joyrl_ray.wire.messages import (
@@ -104,7 +104,7 @@ MAX_TURN_GRACE_S = 10.0
 GRACE_PER_GAP = 4.0
 
 
-class MultiAgentWorker:
+class MultiAgentWorker(WorkerLoop):
     """Collects experience in multi-agent envs for one run; a Ray actor or a plain object."""
 
     def __init__(
@@ -361,16 +361,9 @@ class MultiAgentWorker:
             self._league_exchange(wait=True)
         return self.stats()
 
-    def run(self) -> WorkerStats:
-        """Step until the coordinator says stop (the Ray backend's long-running task)."""
-        self.start()
-        while self.step(WAIT_S):
-            pass
-        return self.finish()
-
-    def stats(self) -> WorkerStats:
-        times = WorkerTimes(**vars(self.times))
-        return WorkerStats(self.worker_id, self.total_env_steps, self.error_count, times)
+    @property
+    def env_error_count(self) -> int:
+        return self.error_count
 
     def close(self) -> None:
         for env in self.envs:

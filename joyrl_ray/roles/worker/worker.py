@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,42 @@ def initial_net_seed(seed: int, worker_id: int) -> int | None:
     return derive_seed(seed, "torch", worker_id, "init")
 
 
-class Worker:
+class WorkerLoop(ABC):
+    """What every worker runs (one policy's, or a multi-agent env's): register, step until
+    the coordinator says stop, finish; and its closing figures."""
+
+    worker_id: int
+    total_env_steps: int
+    times: WorkerTimes
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def step(self, wait_s: float) -> bool:
+        """One step of the loop; False once the run is over for this worker."""
+
+    @abstractmethod
+    def finish(self) -> WorkerStats: ...
+
+    @property
+    @abstractmethod
+    def env_error_count(self) -> int:
+        """Env errors this incarnation met."""
+
+    def run(self) -> WorkerStats:
+        """Step until the coordinator says stop (the Ray backend's long-running task)."""
+        self.start()
+        while self.step(WAIT_S):
+            pass
+        return self.finish()
+
+    def stats(self) -> WorkerStats:
+        times = WorkerTimes(**vars(self.times))
+        return WorkerStats(self.worker_id, self.total_env_steps, self.env_error_count, times)
+
+
+class Worker(WorkerLoop):
     """Collects experience for one run; the same class is a Ray actor or a plain object."""
 
     def __init__(
@@ -322,16 +358,9 @@ class Worker:
             self.channel.wait_for_acks(0)
         return self.stats()
 
-    def run(self) -> WorkerStats:
-        """Step until the coordinator says stop (the Ray backend's long-running task)."""
-        self.start()
-        while self.step(WAIT_S):
-            pass
-        return self.finish()
-
-    def stats(self) -> WorkerStats:
-        times = WorkerTimes(**vars(self.times))
-        return WorkerStats(self.worker_id, self.total_env_steps, self.envs.error_count, times)
+    @property
+    def env_error_count(self) -> int:
+        return self.envs.error_count
 
     def close(self) -> None:
         self.envs.close()
