@@ -366,6 +366,12 @@ LEAGUE_CASES = [
 
 CASES = [
     Case(
+        "max_updates_zero",
+        fixed("general_cfg.max_updates=0"),
+        r"general_cfg\.max_updates=0 is out of range",
+        r"allowed: >= 1, or -1 \(no limit\)",
+    ),
+    Case(
         "reward_threshold_word",
         fixed("general_cfg.reward_threshold=solved"),
         r"general_cfg\.reward_threshold='solved'",

@@ -122,6 +122,11 @@ def check_general(general: DictConfig) -> None:
     ):
         if general[key] < low:
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= {low}")
+    if general.max_updates < 1 and general.max_updates != -1:
+        raise ConfigError(
+            f"general_cfg.max_updates={general.max_updates} is out of range; allowed: >= 1, "
+            "or -1 (no limit)"
+        )
     errors = general.max_env_errors_per_1000
     if errors < 0 and errors != -1:
         raise ConfigError(

@@ -74,6 +74,7 @@ class GeneralConfig:
     save_buffer: bool = False  # save the replay buffer beside last.pt; a resume keeps its data
     max_episode: int = -1  # stop after this many episodes (test mode: episodes to run, -1 = 10)
     max_env_steps: int = 100_000  # stop after this many env steps (a total, also when resuming)
+    max_updates: int = -1  # stop after this many learner updates (a total; each policy's; -1: none)
     max_step: int = -1  # max steps per episode (-1: the env's own time limit)
     seed: int = 0  # 0: unseeded
     online_eval: bool = True  # evaluate every model_save_fre updates, beside learning

@@ -70,6 +70,7 @@ class StopRule:
 
     max_env_steps: int = -1
     max_episode: int = -1
+    max_updates: int = -1  # each learning policy's updates
     max_env_errors_per_1000: float = -1  # env errors per 1,000 env steps (-1: no limit)
     env_error_window_steps: int = 50_000  # ... over this many recent env steps
 
@@ -430,6 +431,7 @@ class Coordinator(WaitingRoom):
             if report.rank == 0:
                 desk.updates = report.updates
                 self.counters.updates = self._run_updates()
+                self._check_limits()
             self.mail.learner_times.add(report.times)
             if report.metrics:
                 self.mail.learner.append(report)
@@ -454,6 +456,12 @@ class Coordinator(WaitingRoom):
             self._stop("max_env_steps")
         elif rule.max_episode > 0 and counters.episodes >= rule.max_episode:
             self._stop("max_episode")
+        elif rule.max_updates > 0 and self._every_policy_learned(rule.max_updates):
+            self._stop("max_updates")
+
+    def _every_policy_learned(self, updates: int) -> bool:
+        learning = [desk for desk in self.desks.values() if desk.learning]
+        return bool(learning) and all(desk.updates >= updates for desk in learning)
 
     def _stop(self, reason: str, detail: str | None = None) -> None:
         if self.stop_reason is None:

@@ -21,6 +21,7 @@ class PolicyDesk:
 
     def __init__(self, policy: str, store: ObjectStore, learning: bool) -> None:
         self.policy = policy
+        self.learning = learning  # a learner trains it (not a fixed policy, nor test mode)
         self.weights = NewestWeights(store)
         self.books = TransitionBooks(learning)
         self.learner_generation = 0

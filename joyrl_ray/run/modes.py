@@ -267,6 +267,7 @@ def _check_totals(cfg: RunConfig, state: dict[str, Any], path: Path) -> None:
     for key, counter, what in (
         ("max_env_steps", "env_steps", "env steps"),
         ("max_episode", "episodes", "episodes"),
+        ("max_updates", "updates", "updates"),
     ):
         limit = getattr(general, key)
         done = int(counters.get(counter, 0))

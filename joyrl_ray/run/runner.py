@@ -246,6 +246,7 @@ def plane_setup(
         stop_rule=StopRule(
             max_env_steps=general.max_env_steps if train else -1,
             max_episode=general.max_episode,
+            max_updates=general.max_updates if train else -1,
             max_env_errors_per_1000=general.max_env_errors_per_1000,
             env_error_window_steps=general.env_error_window_steps,
         ),

@@ -24,6 +24,7 @@ class LearnerConfig:
     online_eval: bool  # checkpoints ask to be evaluated
     threads: int  # torch threads
     policy: str = DEFAULT_POLICY  # the policy it trains
+    max_updates: int = -1  # learns no further (the coordinator stops the run there); -1: none
 
     def role(self, rank: int) -> str:
         """How rank ``rank`` of this policy's learners is named (placements, logs)."""
@@ -47,4 +48,5 @@ class LearnerConfig:
             online_eval=general.online_eval,
             threads=max(1, int(general.learner_num_cpus)),
             policy=policy,
+            max_updates=general.max_updates,
         )

@@ -243,8 +243,15 @@ class Learner:
             if time.monotonic() - self.last_report > REPORT_EVERY_S:
                 self.report()  # the coordinator hears from a waiting learner too
             return IDLE
+        if self.cfg.max_updates > 0:  # never past the limit; the coordinator stops the run
+            room = max(self.cfg.max_updates - self.updates, 0)
+            data = replace(data, batches=data.batches[:room])
+            if not data.batches:
+                return IDLE
         priorities = [self._learn(batch) for batch in data.batches]
         self.source.learned(data, priorities)
+        if 0 < self.cfg.max_updates <= self.updates:
+            self.report()  # at once: the coordinator stops the run on it
         return LEARNED
 
     def _learn(self, batch: Batch) -> np.ndarray | None:
