@@ -8,6 +8,7 @@ after it exits by pid and start time (a pid may be reused).
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -118,10 +119,42 @@ def kill_procs(procs: dict[Proc, str]) -> None:
                 pass
 
 
-def free_port() -> int:
+#: Ports for the test clusters' Ray nodes (GCS, dashboard, client server) come from below
+#: the kernel's ephemeral range and above Ray's worker ports (10002-19999): a port the kernel
+#: hands out (port 0) may meanwhile become another Ray's random port or a connection's source
+#: port, and a second node once joined another test's session Ray through such a port.
+FIXED_PORTS_FROM = 20000
+_PORTS_GIVEN: set[int] = set()
+_PORT_DRAW = random.Random()  # seeded from the OS: each xdist worker draws its own
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A port free now, outside the ranges other processes take ports from at random."""
+    candidates = range(FIXED_PORTS_FROM, _ephemeral_low())
+    for _ in range(200 if len(candidates) > 1000 else 0):
+        port = _PORT_DRAW.choice(candidates)
+        if port not in _PORTS_GIVEN and _bindable(port):
+            _PORTS_GIVEN.add(port)
+            return port
+    with socket.socket() as s:  # no such range here: any port the kernel gives
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def main_env(**extra: str) -> dict[str, str]:
