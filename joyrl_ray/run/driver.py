@@ -382,14 +382,21 @@ class Driver:
             limit = max(limit, STARTUP_STALL_S)
         if now - mark_t < limit or not self.coordinator_alive:
             return
-        try:
-            report = self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
-        except (CallTimeout, RoleError) as exc:
-            self._coordinator_lost(exc)
+        report = self._stall_report()
+        if report is None:
             return
         report.waiting.update(self.runtime.data.waits())
         self._hurry()
         self._stop("stalled", stall_message(report, limit), 1)
+
+    def _stall_report(self) -> StallReport | None:
+        """Who waits for what, and how long since each role was heard from; None when the
+        coordinator is gone (the run stops, named so)."""
+        try:
+            return self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
+        except (CallTimeout, RoleError) as exc:
+            self._coordinator_lost(exc)
+            return None
 
     def _watch_for_silent_roles(self) -> None:
         """Restart, where the backend can, each worker that pushed nothing for
@@ -405,10 +412,8 @@ class Driver:
         if now - self.silence_checked < SILENCE_CHECK_EVERY_S:
             return
         self.silence_checked = now
-        try:
-            report = self.coordinator.stall_report().result(timeout_s=DRAIN_TIMEOUT_S)
-        except (CallTimeout, RoleError) as exc:
-            self._coordinator_lost(exc)
+        report = self._stall_report()
+        if report is None:
             return
         limit = general.worker_silent_after_s
         ages = {f"worker {w}": age for w, age in report.last_push_age_s.items()}
