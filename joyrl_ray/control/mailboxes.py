@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -17,7 +16,6 @@ from joyrl_ray.wire.messages import (
     Trajectory,
     WorkerTimes,
 )
-from joyrl_ray.wire.where import node_here
 
 
 @dataclass
@@ -29,9 +27,7 @@ class Mailboxes:
     checkpoints: list[CheckpointRef] = field(default_factory=list)
     trajectories: list[Trajectory] = field(default_factory=list)
     env_errors: list[str] = field(default_factory=list)
-    placements: list[Placement] = field(
-        default_factory=lambda: [Placement("coordinator", *node_here(), os.getpid())]
-    )
+    placements: list[Placement] = field(default_factory=lambda: [Placement.here("coordinator")])
     events: list[str] = field(default_factory=list)  # lines for the run's log
     worker_times: WorkerTimes = field(default_factory=WorkerTimes)
     learner_times: LearnerTimes = field(default_factory=LearnerTimes)

@@ -4,11 +4,8 @@ of the run's stop, and it says where it runs."""
 
 from __future__ import annotations
 
-import os
-
 from joyrl_ray.wire.messages import Placement
 from joyrl_ray.wire.waiting import WaitingRoom
-from joyrl_ray.wire.where import node_here
 
 
 class DataPlaneRole(WaitingRoom):
@@ -17,7 +14,7 @@ class DataPlaneRole(WaitingRoom):
     def __init__(self, role: str) -> None:
         super().__init__()
         self.stop_reason: str | None = None
-        self.placement = Placement(role, *node_here(), os.getpid())
+        self.placement = Placement.here(role)
 
     def request_stop(self, reason: str) -> None:
         """The run stopped (the coordinator says so): waiting callers wake."""

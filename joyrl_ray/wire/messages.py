@@ -10,6 +10,7 @@ the modules that produce most of them (worker, learner) do.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -18,7 +19,7 @@ import numpy as np
 
 from joyrl_ray.normalization import NormDelta, SharedNorm
 from joyrl_ray.policies import DEFAULT_POLICY
-from joyrl_ray.wire.where import group_here, process_started_at
+from joyrl_ray.wire.where import group_here, node_here, process_started_at
 
 #: One finished episode: a dict of numpy arrays, one row per step (``obs``, ``actions``,
 #: ``rewards``, ``terminated``, ``truncated``, ``next_obs``).
@@ -56,6 +57,11 @@ class Placement:
     process_started_at: float | None = field(default_factory=process_started_at)
     loaded_at: float | None = None
     ready_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def here(cls, role: str, loaded_at: float | None = None) -> Placement:
+        """Where ``role`` runs: this process, on this node, up now."""
+        return cls(role, *node_here(), os.getpid(), loaded_at=loaded_at)
 
 
 @dataclass

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -50,7 +49,6 @@ from joyrl_ray.wire.messages import (
     Placement,
 )
 from joyrl_ray.wire.pending import PendingCalls
-from joyrl_ray.wire.where import node_here
 
 CALL_SLACK_S = 60.0  # beyond a call's own wait: how long an answer may take before it is stuck
 REPORT_EVERY_S = 0.5
@@ -206,9 +204,7 @@ class Learner:
                 rendezvous=self.meeting,
             )
             self.algorithm.join(DataParallel(self.rank, self.world_size))
-        where = Placement(
-            self.cfg.role(self.rank), *node_here(), os.getpid(), loaded_at=self.loaded_at
-        )
+        where = Placement.here(self.cfg.role(self.rank), loaded_at=self.loaded_at)
         restored = replace(self.counters)
         started = self.coordinator.learner_started(
             self.rank, self.generation, restored, where

@@ -19,7 +19,6 @@ kept, cut there as a truncated episode, as a time limit would cut it.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +49,6 @@ from joyrl_ray.wire.messages import (
     WorkerReport,
     WorkerTimes,
 )
-from joyrl_ray.wire.where import node_here
 
 TRAJECTORY_KEYS = ("obs", "actions", "rewards", "terminated", "truncated", "next_obs")
 
@@ -195,9 +193,7 @@ class MultiAgentWorker(WorkerLoop):
     # ----- the run -----
     def start(self) -> None:
         """Register with the coordinator: the global step count and every policy's weights."""
-        where = Placement(
-            f"worker {self.worker_id}", *node_here(), os.getpid(), loaded_at=self.loaded_at
-        )
+        where = Placement.here(f"worker {self.worker_id}", loaded_at=self.loaded_at)
         first = next(iter(self.channels.values()))
         start = first.sender.register(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps

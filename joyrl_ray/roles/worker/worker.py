@@ -19,7 +19,6 @@ what is kept of the steps taken before the error is the flow's to say, see
 
 from __future__ import annotations
 
-import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -45,7 +44,6 @@ from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.seeding import derive_seed
 from joyrl_ray.wire.handles import ObjectStore, first_line
 from joyrl_ray.wire.messages import EpisodeColumns, Placement, WorkerReport, WorkerTimes
-from joyrl_ray.wire.where import node_here
 
 WAIT_S = 1.0  # deadline of one blocking wait (coordinator or shard); the loop then checks again
 
@@ -209,9 +207,7 @@ class Worker(WorkerLoop):
     # ----- stepping -----
     def start(self) -> None:
         """Register with the coordinator: the global step count and the newest weights."""
-        where = Placement(
-            f"worker {self.worker_id}", *node_here(), os.getpid(), loaded_at=self.loaded_at
-        )
+        where = Placement.here(f"worker {self.worker_id}", loaded_at=self.loaded_at)
         start = self.sender.register(self.worker_id, where).result(ACK_TIMEOUT_S)
         self.global_env_steps = start.env_steps
         self.incarnation = self.report.incarnation = start.incarnation
