@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import pickle
 import re
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -129,6 +131,36 @@ def _load_path_file(files: Path) -> list[str]:
     return ["general_cfg.load_checkpoint=true", f"general_cfg.load_path={path}"]
 
 
+def _episode(obs_dim: int, action: np.ndarray, steps: int = 50) -> dict[str, np.ndarray]:
+    """A recorded episode of ``steps`` steps with observations of ``obs_dim`` floats."""
+    obs = np.zeros((steps, obs_dim), np.float32)
+    done = np.zeros(steps, bool)
+    done[-1] = True
+    return {
+        "obs": obs,
+        "actions": np.repeat(action[None], steps, axis=0),
+        "rewards": np.ones(steps, np.float32),
+        "next_obs": obs,
+        "terminated": done,
+        "truncated": np.zeros(steps, bool),
+    }
+
+
+def dataset_of(episodes: object, *args: str) -> Callable[[Path], list[str]]:
+    """A run learning from a trajs_0.pkl holding ``episodes`` (pickled as they are)."""
+
+    def make(files: Path) -> list[str]:
+        (files / "data" / "results").mkdir(parents=True)
+        with (files / "data" / "results" / "trajs_0.pkl").open("wb") as f:
+            pickle.dump(episodes, f)
+        return [f"general_cfg.dataset={files / 'data'}", "general_cfg.max_updates=10", *args]
+
+    return make
+
+
+CARTPOLE_EPISODES = [_episode(4, np.array(1)) for _ in range(4)]
+PENDULUM_EPISODES = [_episode(3, np.zeros(1, np.float32)) for _ in range(4)]
+
 TICTACTOE = "pettingzoo.classic.tictactoe_v3:env"
 SHARED = "multi_agent.policies={shared: {algo_name: PPO}}"
 SHARED_BY_ALL = "multi_agent.policy_mapping={'*': shared}"
@@ -140,6 +172,44 @@ def agents(*args: str) -> Callable[[Path], list[str]]:
 
 
 MULTI_AGENT_CASES = [
+    # learning from a dataset
+    Case(
+        "dataset_missing",
+        fixed("general_cfg.dataset=no_such_data", "general_cfg.max_updates=10"),
+        r"general_cfg\.dataset=no_such_data: no such file, task directory or Minari dataset",
+        r"allowed: a task directory written with general_cfg\.collect_traj=true, a trajs_\*\.pkl "
+        r"file, a folder of either, or a local Minari dataset id",
+    ),
+    Case(
+        "dataset_without_max_updates",
+        fixed("general_cfg.dataset=no_such_data"),
+        r"general_cfg\.dataset=no_such_data needs general_cfg\.max_updates",
+        r"allowed: max_updates >= 1",
+    ),
+    Case(
+        "dataset_of_another_env",
+        dataset_of(PENDULUM_EPISODES),
+        r"general_cfg\.dataset=.*: its observations are float32 rows of shape \(3,\)",
+        r"allowed: a dataset recorded on this env_cfg",
+    ),
+    Case(
+        "dataset_not_trajectories",
+        dataset_of({"weights": [1, 2, 3]}),
+        r"general_cfg\.dataset=.*trajs_0\.pkl is not a trajectory file",
+        r"a list of episodes, each a dict of obs, actions",
+    ),
+    Case(
+        "dataset_for_an_on_policy_algorithm",
+        dataset_of(CARTPOLE_EPISODES, "general_cfg.algo_name=PPO"),
+        r"general_cfg\.algo_name=PPO learns from rollouts",
+        r"allowed: .*DQN",
+    ),
+    Case(
+        "dataset_smaller_than_a_batch",
+        dataset_of(CARTPOLE_EPISODES[:1]),
+        r"general_cfg\.dataset holds 50 transitions, fewer than algo_cfg\.batch_size=",
+        r"allowed: a larger dataset, or a smaller batch_size",
+    ),
     Case(
         "multi_agent_extra_missing",
         agents(SHARED, SHARED_BY_ALL),

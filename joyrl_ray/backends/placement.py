@@ -199,7 +199,7 @@ def worker_cpus(general: GeneralConfig, nodes: list[Node], train: bool, policies
         return float(general.worker_num_cpus)
     total = sum(n.resources.get("CPU", 0.0) for n in nodes)
     learners = policies * general.n_learners * general.learner_num_cpus if train else 0.0
-    share = (total - learners) / general.n_workers
+    share = (total - learners) / max(general.n_workers, 1)  # none: a run with no workers
     # Whole hundredths that fit in what the learners leave (the sum never exceeds the
     # cluster); none when the learners ask for every CPU: the workers then share the cores.
     return max(min(1.0, int(share * 100 + 1e-9) / 100), 0.0)

@@ -21,6 +21,7 @@ from joyrl_ray.backends.placement import data_server_options
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
 from joyrl_ray.control.coordinator import Coordinator, StopRule
+from joyrl_ray.data.dataset_rows import DatasetSource
 from joyrl_ray.data.report_forwarder import ReportSink
 from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow, DataPlane, DataSetup
@@ -48,6 +49,7 @@ class PlaneSetup:
     counters: Counters | None = None
     seed: int | None = None
     saved_replay: dict[str, np.ndarray] | None = None  # a resumed run's kept replay
+    dataset: DatasetSource | None = None  # a run with no workers: where its shards read data
     normalization: NormSettings | None = None
     start_normalization: dict[str, Any] | None = None  # a checkpoint's statistics
     # A multi-agent run's: each policy's needs, in the order of its policies (None: the one
@@ -74,6 +76,7 @@ class PlaneSetup:
             learner_lag_tolerance=self.learner_lag_tolerance,
             seed=self.seed,
             saved_replay=self.saved_replay,
+            dataset=self.dataset,
         )
 
     def coordinator_kwargs(self, flows: dict[str, DataFlow]) -> dict[str, Any]:

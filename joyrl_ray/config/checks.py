@@ -100,7 +100,7 @@ def check_general(general: DictConfig) -> None:
         "n_replay_shards",
         "keep_checkpoints",
     ):
-        if general[key] < 1:
+        if general[key] < 1 and not (key == "n_workers" and general.dataset is not None):
             raise ConfigError(f"general_cfg.{key}={general[key]} must be >= 1")
     threshold = general.reward_threshold
     if isinstance(threshold, bool) or not (
@@ -137,6 +137,7 @@ def check_general(general: DictConfig) -> None:
         window = general.env_error_window_steps
         raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
     _check_fleet_bounds(general)
+    _check_dataset(general)
     if not general.learner_lost_after_s > 0:
         raise ConfigError(
             f"general_cfg.learner_lost_after_s={general.learner_lost_after_s} must be > 0 seconds"
@@ -234,7 +235,10 @@ def check_algo(algo: DictConfig, general: DictConfig) -> None:
 
 
 def _check_fleet_bounds(general: DictConfig) -> None:
-    """1 <= min_workers <= n_workers <= max_workers, and growth only on Ray."""
+    """1 <= min_workers <= n_workers <= max_workers, and growth only on Ray (a run that
+    learns from a dataset has no workers)."""
+    if general.dataset is not None:
+        return
     n = general.n_workers
     low = 1 if general.min_workers is None else general.min_workers
     high = n if general.max_workers is None else general.max_workers
@@ -253,6 +257,30 @@ def _check_fleet_bounds(general: DictConfig) -> None:
             f"general_cfg.max_workers={high} needs general_cfg.mp_backend=ray (the fleet grows "
             f"onto Ray nodes); allowed with {general.mp_backend}: null or n_workers ({n})"
         )
+
+
+def _check_dataset(general: DictConfig) -> None:
+    """A run that learns from a dataset trains, has a stop in updates, and no workers (its
+    replay is the dataset: ``n_workers`` becomes 0)."""
+    if general.dataset is None:
+        return
+    shown = f"general_cfg.dataset={general.dataset}"
+    if general.mode != "train":
+        raise ConfigError(f"{shown} is for training; allowed in mode={general.mode}: null")
+    if general.max_updates == -1:
+        raise ConfigError(
+            f"{shown} needs general_cfg.max_updates (a run with no workers takes no env steps, "
+            "so it stops at a number of updates); allowed: max_updates >= 1"
+        )
+    for key, allowed in (("save_buffer", False), ("lockstep", False), ("collect_traj", False)):
+        if general[key] != allowed:
+            raise ConfigError(
+                f"{shown} with general_cfg.{key}=true: a run with no workers "
+                f"{'keeps no replay of its own' if key == 'save_buffer' else 'steps no env'}; "
+                f"allowed: {key}=false"
+            )
+    general.n_workers = 0
+    general.min_workers = general.max_workers = None
 
 
 def _check_lockstep(general: DictConfig) -> None:

@@ -34,6 +34,9 @@ class GeneralConfig:
     device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda
     mode: str = "train"  # train or test
     collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
+    dataset: str | None = None  # learn from recorded episodes, with no workers: a task
+    # directory written with collect_traj, a trajs_*.pkl file, a folder of either, or a local
+    # Minari dataset id; needs max_updates (null: learn online from the workers)
     mp_backend: str = "ray"  # single (one process) or ray (actors); null is read as single
     n_workers: int = 1  # Worker actors stepping envs
     min_workers: int | None = None  # Ray: fewest workers kept when some are shed to make room

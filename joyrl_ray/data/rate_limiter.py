@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 # Stops after which learners may still catch up with the update-to-data ratio.
 DRAINING_STOPS = ("max_env_steps", "max_episode")
+UNLIMITED_ROUND = 1 << 30  # what an unlimited limiter grants a round: all it asks for
 
 
 @dataclass
@@ -38,18 +39,24 @@ class SampleToInsertRatio:
         min_rows: int,
         lag_tolerance: int,
         n_learners: int,
+        unlimited: bool = False,
     ) -> None:
         self.updates_per_step = updates_per_step
         self.warmup = warmup
         self.min_rows = min_rows
         self.lag_tolerance = lag_tolerance  # < 0: never throttle
         self.n_learners = n_learners
+        #: No ratio to keep (a run that learns from a dataset: every row is in from the
+        #: start): a round gets the updates it asks for once ``min_rows`` are stored.
+        self.unlimited = unlimited
         self.inserted = 0
         self.granted = 0
         self.generation = 0
         self.rounds: dict[int, Round] = {}
 
     def allowed(self, size: int) -> int:
+        if self.unlimited and size >= self.min_rows:
+            return self.granted + UNLIMITED_ROUND
         if self.inserted < self.warmup or size < self.min_rows:
             return 0
         return int((self.inserted - self.warmup + 1) * self.updates_per_step)
@@ -58,7 +65,7 @@ class SampleToInsertRatio:
         return self.allowed(size) - self.granted
 
     def throttled(self, size: int, stopped: bool) -> bool:
-        if self.lag_tolerance < 0 or stopped:
+        if self.lag_tolerance < 0 or stopped or self.unlimited:
             return False
         return self.grantable(size) > self.lag_tolerance
 

@@ -29,6 +29,7 @@ import numpy as np
 from joyrl_ray.batch import NEXT_OBS, OBS, Batch, batch_rows
 from joyrl_ray.data.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from joyrl_ray.data.buffers.frames import FrameStore, frame_capacity
+from joyrl_ray.data.dataset_rows import DatasetSource
 from joyrl_ray.data.rate_limiter import DRAINING_STOPS, SampleToInsertRatio
 from joyrl_ray.data.report_forwarder import FORWARD_EVERY_S, ReportForwarder, ReportSink
 from joyrl_ray.data.role import DataPlaneRole
@@ -82,6 +83,7 @@ class DataServer(DataPlaneRole):
         learner_lag_tolerance: int = 64,
         seed: int | None = None,
         buffer_state: dict[str, np.ndarray] | None = None,
+        dataset: DatasetSource | None = None,
         coordinator: ReportSink | None = None,
         forward_every_s: float = FORWARD_EVERY_S,
         steps_column: str | None = None,
@@ -94,6 +96,9 @@ class DataServer(DataPlaneRole):
         #: the shard counts as stored, dropped and inserted (the update-to-data ratio).
         self.steps_column = steps_column
         self.capacity = math.ceil(needs.buffer_size / n_shards)
+        rows = dataset.part(shard, n_shards) if dataset is not None else None
+        if rows is not None:  # the whole of its part stays: nothing is overwritten
+            self.capacity = max(self.capacity, batch_rows(rows))
         shard_seed = None if seed is None else seed + 7919 * shard
         self.buffer = build_buffer(needs, self.capacity, shard_seed)
         self.frames: FrameStore | None = None  # stacked image observations, one frame each
@@ -104,12 +109,15 @@ class DataServer(DataPlaneRole):
                 self.frames = FrameStore(frame_capacity(self.capacity))
                 self.frames.load_state_dict(buffer_state)
             warmup = 0
+        if rows is not None:  # a run with no workers: its replay is its part of a dataset
+            self.buffer.add(rows)
         self.limiter = SampleToInsertRatio(
             updates_per_step=needs.updates_per_step,
             warmup=warmup,
             min_rows=needs.batch_size,
             lag_tolerance=learner_lag_tolerance,
             n_learners=n_learners,
+            unlimited=dataset is not None,
         )
         self.stored = 0
         self.dropped: Counter[str] = Counter()

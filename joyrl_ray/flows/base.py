@@ -18,7 +18,9 @@ import numpy as np
 
 from joyrl_ray.config.general import GeneralConfig
 from joyrl_ray.control.client import CoordinatorClient
+from joyrl_ray.data.dataset_rows import DatasetSource
 from joyrl_ray.data.report_forwarder import ReportSink
+from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.roles.learner.source import LearnerSource
 from joyrl_ray.roles.worker.sender import WorkerSender
 from joyrl_ray.wire.handles import Call, Handle, RoleDied, RoleError
@@ -37,6 +39,7 @@ class DataSetup:
     learner_lag_tolerance: int = 64
     seed: int | None = None
     saved_replay: dict[str, np.ndarray] | None = None  # a resumed run's kept replay
+    dataset: DatasetSource | None = None  # a run with no workers: where its shards read data
 
 
 class ActorFactory(Protocol):
@@ -158,6 +161,11 @@ class DataFlow(ABC):
     ) -> None:
         """Raise ``ConfigError`` when a resume's kept data (saved in ``source``) cannot go
         back into this run."""
+        return None
+
+    def dataset_needs(self) -> ReplayNeeds | None:
+        """How a dataset's episodes fill this flow's replay (``n_step``, ``gamma``,
+        ``batch_size``); None when the flow cannot learn from a dataset."""
         return None
 
 

@@ -92,6 +92,7 @@ class ReplayFlow(DataFlow):
                 "learner_lag_tolerance": setup.learner_lag_tolerance,
                 "seed": setup.seed,
                 "buffer_state": saved[i] if i < len(saved) else None,
+                "dataset": setup.dataset,
                 "coordinator": factory.report_sink,
             }
             if factory.forward_every_s is not None:
@@ -112,6 +113,9 @@ class ReplayFlow(DataFlow):
     def shard_kwargs(self) -> dict[str, Any]:
         """What this flow's shards take besides what every replay shard does."""
         return {}
+
+    def dataset_needs(self) -> ReplayNeeds | None:
+        return self.needs  # transitions: a dataset's episodes fold as a worker's steps
 
     def plane(self, shards: list[DataServerClient]) -> ReplayPlane:
         return ReplayPlane(self.needs, shards)

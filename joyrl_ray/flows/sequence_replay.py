@@ -32,6 +32,9 @@ class SequenceReplayFlow(ReplayFlow):
     def shard_kwargs(self) -> dict[str, Any]:
         return {"steps_column": NEW_STEPS}
 
+    def dataset_needs(self) -> None:
+        return None  # a dataset's episodes are not cut into sequences (yet)
+
     def plane(self, shards: list[DataServerClient]) -> ReplayPlane:
         return SequenceReplayPlane(self.needs, shards)
 

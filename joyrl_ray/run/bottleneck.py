@@ -28,6 +28,7 @@ VERDICTS = {
     "learner_bound": "learner-bound: the workers wait for the learners; more learners or a "
     "GPU would help",
     "balanced": "balanced: neither side waits much for the other",
+    "no_workers": "no workers: the learners learn from a dataset",
 }
 
 
@@ -42,7 +43,7 @@ class Bottleneck:
     learner_data_wait: float
     learner_sync: float
     learner_checkpoint: float
-    verdict: str  # worker_bound, learner_bound or balanced
+    verdict: str  # worker_bound, learner_bound, balanced or no_workers
     sentence: str
     env_step_ms: float  # workers' stepping milliseconds per env step (0: no steps counted)
     advice: str  # what to change for a slow env ("" when nothing)
@@ -76,7 +77,9 @@ def judge(
     lr = max(wall_s * max(n_learners, 1), learner_total, 1e-9)
     worker_wait = (workers.push_wait_s + workers.weights_wait_s) / w
     learner_wait = learners.data_wait_s / lr if n_learners else 0.0
-    if n_learners and learner_wait >= WAITING_SHARE and learner_wait > worker_wait:
+    if n_workers == 0:
+        verdict = "no_workers"
+    elif n_learners and learner_wait >= WAITING_SHARE and learner_wait > worker_wait:
         verdict = "worker_bound"
     elif n_learners and worker_wait >= WAITING_SHARE and worker_wait > learner_wait:
         verdict = "learner_bound"
@@ -136,8 +139,10 @@ def describe(b: Bottleneck, *, learners: bool) -> str:
     advice = f"; {b.advice}" if b.advice else ""
     if not learners:
         return f"what limited the run: {workers}{advice}"
-    return (
-        f"what limited the run: {b.sentence} ({workers}; learners learning "
-        f"{b.learner_learning:.0%}, waiting for data {b.learner_data_wait:.0%}, syncing "
-        f"{b.learner_sync:.0%}){advice}"
+    learning = (
+        f"learners learning {b.learner_learning:.0%}, waiting for data "
+        f"{b.learner_data_wait:.0%}, syncing {b.learner_sync:.0%}"
     )
+    if b.verdict == "no_workers":
+        return f"what limited the run: {b.sentence} ({learning})"
+    return f"what limited the run: {b.sentence} ({workers}; {learning}){advice}"

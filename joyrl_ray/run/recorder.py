@@ -110,6 +110,7 @@ class Recorder:
         total_env_steps: int,
         total_episodes: int,
         progress: bool,
+        total_updates: int = -1,
         collect_traj: bool,
         counters: dict[str, int] | None = None,
         history: dict[str, Any] | None = None,
@@ -172,16 +173,18 @@ class Recorder:
         self.episodes_this_run = 0
         self.rate_mark = (time.monotonic(), self.counters["env_steps"], self.counters["updates"])
         self.rates = {"env_steps_per_s": 0.0, "updates_per_s": 0.0}
-        self.by_steps = total_env_steps > 0
-        total = (
-            total_env_steps if self.by_steps else (total_episodes if total_episodes > 0 else None)
-        )
-        initial = self.counters["env_steps"] if self.by_steps else self.counters["episodes"]
+        # What the bar counts: env steps to a limit, else updates (a run with no workers),
+        # else episodes (to a limit, or open-ended).
+        self.bar_counter, total, unit = "episodes", total_episodes, "ep"
+        if total_env_steps > 0:
+            self.bar_counter, total, unit = "env_steps", total_env_steps, "step"
+        elif total_updates > 0:
+            self.bar_counter, total, unit = "updates", total_updates, update_unit
         self.bar = tqdm(
-            total=total,
-            initial=initial,
+            total=total if total > 0 else None,
+            initial=self.counters[self.bar_counter],
             disable=not progress,
-            unit="step" if self.by_steps else "ep",
+            unit=unit,
             dynamic_ncols=True,
             mininterval=0.5,
         )
@@ -353,11 +356,7 @@ class Recorder:
             self.tb.add_scalar(
                 "speed/updates_per_s", self.rates["updates_per_s"], counters["env_steps"]
             )
-        advance = (
-            counters["env_steps"] - self.counters["env_steps"]
-            if self.by_steps
-            else counters["episodes"] - self.counters["episodes"]
-        )
+        advance = counters[self.bar_counter] - self.counters[self.bar_counter]
         self.counters = dict(counters)
         recent = float(np.mean(self.recent_returns)) if self.recent_returns else float("nan")
         last_eval = self.eval_history[-1]["return_mean"] if self.eval_history else float("nan")

@@ -45,6 +45,7 @@ from joyrl_ray.backends.runtime import (
 )
 from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.control.coordinator import StopRule
+from joyrl_ray.data.dataset_rows import DatasetSource
 from joyrl_ray.data_needs import DataNeeds
 from joyrl_ray.flows.base import DataFlow
 from joyrl_ray.flows.joined import JoinedPlanes, join_stats
@@ -56,6 +57,7 @@ from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.run import modes, signals
 from joyrl_ray.run.agents import prepare_agents, refuse_section
 from joyrl_ray.run.checkpoint import CheckpointStore
+from joyrl_ray.run.dataset import check_size, dataset_needs, load_dataset
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
 from joyrl_ray.run.league_files import (
@@ -178,6 +180,7 @@ def run(
         start = modes.prepare(cfg, spaces, plan)
         cfg = start.cfg
         flow = _flow(cfg, plan)  # how data moves in this run, decided once
+        dataset = _dataset(cfg, flow, spaces, plan)
         if start.resume and cfg.general.save_buffer:  # the kept data must fit this run's
             flow.check_resume(cfg.general, modes.saved_buffer(start), str(start.source))
         if session is not None:
@@ -210,6 +213,7 @@ def run(
                 cfg,
                 flow,
                 task,
+                dataset,
                 start,
                 spaces,
                 plan,
@@ -231,12 +235,62 @@ def run(
             session.close()
 
 
+@dataclass
+class DatasetRun:
+    """A run with no workers: where its replay shards read their data, and what it holds."""
+
+    source: DatasetSource
+    where: str
+    episodes: int
+    transitions: int
+    mean_return: float
+    shards: int
+
+    def line(self) -> str:
+        return (
+            f"learning from {self.where}: {self.episodes} episodes, {self.transitions} "
+            f"transitions (mean episode return {self.mean_return:.1f}) in {self.shards} replay "
+            "shard(s); no workers"
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "source": self.where,
+            "episodes": self.episodes,
+            "transitions": self.transitions,
+            "mean_return": round(self.mean_return, 3),
+        }
+
+
+def _dataset(
+    cfg: RunConfig, flow: DataFlow, spaces: Any, plan: MultiAgentPlan | None
+) -> DatasetRun | None:
+    """``general_cfg.dataset`` read once and checked (before anything starts: every fault
+    in it is one line); the shards read it again, each its part."""
+    general = cfg.general
+    if general.dataset is None:
+        return None
+    if plan is not None:
+        raise ConfigError(
+            f"general_cfg.dataset={general.dataset}: a multi-agent env learns online; "
+            "allowed with multi_agent: null"
+        )
+    needs = dataset_needs(flow, general.algo_name)
+    found = load_dataset(general.dataset, general.tasks_dir, spaces, needs)
+    shards = general.n_replay_shards
+    transitions = check_size(found, needs, shards)
+    return DatasetRun(
+        found.source, found.where, len(found.episodes), transitions, found.mean_return(), shards
+    )
+
+
 def plane_setup(
     cfg: RunConfig,
     needs: DataNeeds | None,
     counters: Counters | None,
     buffer: Any,
     plan: MultiAgentPlan | None = None,
+    dataset: DatasetSource | None = None,
 ) -> PlaneSetup:
     """What the coordinator and the data plane start from (``buffer``: a saved replay; a
     multi-agent run's ``plan``: a data plane for each of its learning policies)."""
@@ -258,6 +312,7 @@ def plane_setup(
         counters=counters,
         seed=general.seed or None,
         saved_replay=buffer,
+        dataset=dataset,
         normalization=NormSettings.of(cfg.env),
         policies=_policy_needs(cfg, plan) if plan is not None else None,
         league=plan.league if plan is not None and (train or plan.league_test) else None,
@@ -268,6 +323,7 @@ def _run_in(
     cfg: RunConfig,
     flow: DataFlow,
     task: TaskDir,
+    dataset: DatasetRun | None,
     start: modes.Start,
     spaces: Any,
     plan: MultiAgentPlan | None,
@@ -287,7 +343,8 @@ def _run_in(
     recorder = Recorder(
         task,
         started_at=started_at,
-        total_env_steps=general.max_env_steps if train else -1,
+        total_env_steps=general.max_env_steps if train and dataset is None else -1,
+        total_updates=general.max_updates if train else -1,
         total_episodes=general.max_episode,
         progress=general.progress,
         collect_traj=general.collect_traj,
@@ -311,10 +368,24 @@ def _run_in(
             )
         for note in start.notes:
             recorder.log(f"warning: {note}")
+        if dataset is not None:
+            recorder.log(dataset.line())
+            if general.progress:
+                recorder.note(dataset.line())
         stores = checkpoint_stores(task, general.keep_checkpoints, plan)
         buffer = modes.saved_buffer(start) if resume and general.save_buffer else None
         outcome, results, plane_stats, nodes_line = _drive(
-            cfg, recorder, stores, start, spaces, plan, requests, counters, buffer, session
+            cfg,
+            recorder,
+            stores,
+            start,
+            spaces,
+            plan,
+            requests,
+            counters,
+            buffer,
+            session,
+            dataset.source if dataset is not None else None,
         )
         render: dict[str, Any] = {}
         if not train and cfg.env.render_mode is not None and outcome.exit_code == EXIT_OK:
@@ -356,6 +427,8 @@ def _run_in(
                 shown = ", ".join(f"{k} {v}" for k, v in counts.items())
                 recorder.log(f"league games {pair}: {shown}")
         summary["data_flow"] = flow.name  # replay, rollouts, async_rollouts or none
+        if dataset is not None:
+            summary["dataset"] = dataset.summary()
         nodes = requests.nodes if requests is not None else []
         summary["placement"] = placement_summary(nodes_line, nodes, outcome.placements)
         summary.update(fleet_changes(results, outcome.placements, started_at))
@@ -435,12 +508,14 @@ def _drive(
     counters: Counters | None,
     buffer: Any,
     session: RaySession | None,
+    dataset: DatasetSource | None,
 ) -> tuple[DriveOutcome, RoleResults, Any, str]:
     general = cfg.general
     train = general.mode == "train"
     driver: list[Driver] = []  # the driver, once made: learners restart from its checkpoints
     setups = _learner_setups(start, spaces, plan, driver) if train else {}
-    planes = plane_setup(cfg, _needs(cfg) if plan is None else None, counters, buffer, plan)
+    needs = _needs(cfg) if plan is None else None
+    planes = plane_setup(cfg, needs, counters, buffer, plan, dataset)
     if start.checkpoint is not None:  # resume and test mode: the checkpoint's statistics
         planes.start_normalization = start.checkpoint.get(CHECKPOINT_KEY)
     if plan is not None and start.resume:

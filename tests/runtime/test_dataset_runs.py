@@ -1,0 +1,132 @@
+"""``general_cfg.dataset``: a run with no workers learns from recorded episodes, on either
+backend, stops at ``max_updates``, checkpoints and evaluates as any run, resumes offline
+or online, and a replay shard killed on Ray reads its part of the dataset again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from joyrl_ray.run.trajectories import TrajectoryWriter
+from tests.support.cli_runs import TINY_DQN, train_in_process
+from tests.support.procs import task_dirs
+
+SMALL = ("general_cfg.online_eval_episode=2", "general_cfg.model_save_fre=100", *TINY_DQN)
+
+
+def random_cartpole(path: Path, steps: int, seed: int = 1) -> Path:
+    """A task directory holding ``steps`` steps of CartPole played at random."""
+    env = gym.make("CartPole-v1")
+    rng = np.random.default_rng(seed)
+    episodes, taken = [], 0
+    while taken < steps:
+        obs, _ = env.reset(seed=seed + len(episodes))
+        rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs")}
+        ends: dict[str, list] = {"terminated": [], "truncated": []}
+        done = False
+        while not done and taken < steps:
+            action = int(rng.integers(2))
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            for key, value in zip(rows, (obs, action, reward, next_obs), strict=True):
+                rows[key].append(value)
+            ends["terminated"].append(terminated)
+            ends["truncated"].append(truncated)
+            obs, taken, done = next_obs, taken + 1, terminated or truncated
+        episode = {k: np.asarray(v, np.float32) for k, v in rows.items()}
+        episode["actions"] = episode["actions"].astype(np.int64)
+        episodes.append({**episode, **{k: np.asarray(v) for k, v in ends.items()}})
+    (path / "results").mkdir(parents=True)
+    writer = TrajectoryWriter(path / "results")
+    writer.extend(episodes)
+    writer.close()
+    return path
+
+
+def test_a_dataset_run_in_one_process_has_no_workers_and_stops_at_max_updates(
+    tmp_path: Path,
+) -> None:
+    data = random_cartpole(tmp_path / "data", 2_000)
+    summary = train_in_process(
+        tmp_path / "tasks",
+        "cartpole_dqn",
+        (
+            "general_cfg.mp_backend=single",
+            f"general_cfg.dataset={data}",
+            "general_cfg.max_updates=300",
+            *SMALL,
+        ),
+        None,
+    )
+    assert summary["stop_reason"] == "max_updates" and summary["updates"] == 300
+    assert summary["n_workers"] == 0 and summary["env_steps"] == 0
+    assert summary["dataset"]["transitions"] == 2_000
+    assert summary["dataset"]["source"].endswith("trajs_0.pkl")
+    assert len(summary["eval_history"]) >= 3  # every 100 updates, as in any run
+    (task,) = task_dirs(tmp_path / "tasks")
+    assert {"100.pt", "300.pt", "last.pt", "best.pt"} <= {p.name for p in task.glob("models/*")}
+    config = (task / "config.yaml").read_text()
+    assert "n_workers: 0" in config and f"dataset: {data}" in config
+
+
+@pytest.mark.timeout(400)
+def test_two_learners_on_two_shards_learn_from_a_dataset_on_ray_and_a_resume_counts_on(
+    tmp_path: Path, ray_session
+) -> None:
+    data = random_cartpole(tmp_path / "data", 3_001)
+    common = (
+        f"general_cfg.dataset={data}",
+        "general_cfg.n_learners=2",
+        "general_cfg.n_replay_shards=2",
+        *SMALL,
+    )
+    first = train_in_process(
+        tmp_path / "first", "cartpole_dqn", (*common, "general_cfg.max_updates=200"), None
+    )
+    assert first["backend"] == "ray" and first["stop_reason"] == "max_updates"
+    assert first["updates"] == 200 and first["n_workers"] == 0
+    assert [shard["shard"] for shard in first["replay_shards"]] == [0, 1]
+    assert first["dataset"]["transitions"] == 3_001
+    (task,) = task_dirs(tmp_path / "first")
+    resume = ("general_cfg.load_checkpoint=true", f"general_cfg.load_path={task}")
+    resumed = train_in_process(
+        tmp_path / "resumed",
+        "cartpole_dqn",
+        (*common, *resume, "general_cfg.max_updates=400"),
+        None,
+    )
+    assert resumed["stop_reason"] == "max_updates" and resumed["updates"] == 400
+    (again,) = task_dirs(tmp_path / "resumed")
+    last = torch.load(again / "models" / "last.pt", weights_only=False)
+    assert last["counters"]["updates"] == 400
+
+
+def test_a_checkpoint_learnt_from_a_dataset_resumes_online_with_workers(tmp_path: Path) -> None:
+    data = random_cartpole(tmp_path / "data", 2_000)
+    one_process = ("general_cfg.mp_backend=single", *SMALL)
+    train_in_process(
+        tmp_path / "offline",
+        "cartpole_dqn",
+        (*one_process, f"general_cfg.dataset={data}", "general_cfg.max_updates=200"),
+        None,
+    )
+    (offline,) = task_dirs(tmp_path / "offline")
+    online = train_in_process(
+        tmp_path / "online",
+        "cartpole_dqn",
+        (
+            *one_process,
+            "general_cfg.load_checkpoint=true",
+            f"general_cfg.load_path={offline}",
+            "general_cfg.max_env_steps=600",
+            "general_cfg.max_updates=-1",
+        ),
+        None,
+    )
+    assert online["n_workers"] == 1 and online["env_steps"] >= 600
+    assert online["updates"] > 200 and "dataset" not in online
+    assert json.loads((offline / "results" / "summary.json").read_text())["updates"] == 200
