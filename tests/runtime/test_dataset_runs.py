@@ -7,44 +7,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 
-from joyrl_ray.run.trajectories import TrajectoryWriter
+from joyrl_ray.config import ConfigError
 from tests.support.cli_runs import TINY_DQN, train_in_process
 from tests.support.procs import task_dirs
+from tests.support.recorded_episodes import random_episodes, write_task_dir
+from tests.support.runs import needs_extra
 
 SMALL = ("general_cfg.online_eval_episode=2", "general_cfg.model_save_fre=100", *TINY_DQN)
 
 
-def random_cartpole(path: Path, steps: int, seed: int = 1) -> Path:
+def random_cartpole(path: Path, steps: int) -> Path:
     """A task directory holding ``steps`` steps of CartPole played at random."""
-    env = gym.make("CartPole-v1")
-    rng = np.random.default_rng(seed)
-    episodes, taken = [], 0
-    while taken < steps:
-        obs, _ = env.reset(seed=seed + len(episodes))
-        rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs")}
-        ends: dict[str, list] = {"terminated": [], "truncated": []}
-        done = False
-        while not done and taken < steps:
-            action = int(rng.integers(2))
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            for key, value in zip(rows, (obs, action, reward, next_obs), strict=True):
-                rows[key].append(value)
-            ends["terminated"].append(terminated)
-            ends["truncated"].append(truncated)
-            obs, taken, done = next_obs, taken + 1, terminated or truncated
-        episode = {k: np.asarray(v, np.float32) for k, v in rows.items()}
-        episode["actions"] = episode["actions"].astype(np.int64)
-        episodes.append({**episode, **{k: np.asarray(v) for k, v in ends.items()}})
-    (path / "results").mkdir(parents=True)
-    writer = TrajectoryWriter(path / "results")
-    writer.extend(episodes)
-    writer.close()
-    return path
+    return write_task_dir(path, random_episodes("CartPole-v1", steps))
 
 
 def test_a_dataset_run_in_one_process_has_no_workers_and_stops_at_max_updates(
@@ -130,3 +107,41 @@ def test_a_checkpoint_learnt_from_a_dataset_resumes_online_with_workers(tmp_path
     assert online["n_workers"] == 1 and online["env_steps"] >= 600
     assert online["updates"] > 200 and "dataset" not in online
     assert json.loads((offline / "results" / "summary.json").read_text())["updates"] == 200
+
+
+def test_a_minari_dataset_the_export_wrote_is_learnt_from_by_id_and_one_of_other_spaces_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needs_extra("minari", "requirements-minari.txt")
+    from joyrl_ray.export_minari import export
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
+    cartpole = random_cartpole(tmp_path / "cartpole", 1_000)
+    export(cartpole, "joyrl/cartpole-random-v0")
+    pendulum = write_task_dir(
+        tmp_path / "pendulum",
+        random_episodes("Pendulum-v1", 400),
+        "env_cfg.id=Pendulum-v1",
+        "general_cfg.algo_name=SAC",
+    )
+    export(pendulum, "joyrl/pendulum-random-v0")
+    one_process = ("general_cfg.mp_backend=single", "general_cfg.max_updates=100", *SMALL)
+    summary = train_in_process(
+        tmp_path / "tasks",
+        "cartpole_dqn",
+        (*one_process, "general_cfg.dataset=joyrl/cartpole-random-v0"),
+        None,
+    )
+    assert summary["updates"] == 100 and summary["n_workers"] == 0
+    assert summary["dataset"]["source"] == "Minari dataset joyrl/cartpole-random-v0"
+    assert summary["dataset"]["transitions"] == 1_000
+    with pytest.raises(ConfigError) as refused:
+        train_in_process(
+            tmp_path / "refused",
+            "cartpole_dqn",
+            (*one_process, "general_cfg.dataset=joyrl/pendulum-random-v0"),
+            None,
+        )
+    line = str(refused.value)
+    assert "\n" not in line and "its observations are float32 rows of shape (3,)" in line, line
+    assert not (tmp_path / "refused").exists() or not list((tmp_path / "refused").iterdir())

@@ -1,0 +1,57 @@
+"""Recorded episodes for the dataset tests: an env played at random, written as a task
+directory's ``results/trajs_0.pkl`` (the files ``collect_traj`` writes), with the
+``config.yaml`` of the run that would have made them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import yaml
+
+from joyrl_ray.run.trajectories import TrajectoryWriter
+from joyrl_ray.wire.messages import Trajectory
+from tests.support.runs import make_cfg
+
+
+def random_episodes(env_id: str, steps: int, seed: int = 1) -> list[Trajectory]:
+    """``steps`` steps of ``env_id`` played uniformly at random (the last episode may be
+    cut off), each episode in the project's trajectory columns."""
+    env = gym.make(env_id)
+    env.action_space.seed(seed)
+    episodes: list[Trajectory] = []
+    taken = 0
+    while taken < steps:
+        obs, _ = env.reset(seed=seed + len(episodes))
+        rows: dict[str, list[Any]] = {
+            k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")
+        }
+        done = False
+        while not done and taken < steps:
+            action = env.action_space.sample()
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            for key, value in zip(
+                rows, (obs, action, reward, next_obs, terminated, truncated), strict=True
+            ):
+                rows[key].append(value)
+            obs, taken, done = next_obs, taken + 1, terminated or truncated
+        episode = {key: np.asarray(value) for key, value in rows.items()}
+        for key in ("obs", "next_obs", "rewards"):
+            episode[key] = episode[key].astype(np.float32)
+        episodes.append(episode)
+    env.close()
+    return episodes
+
+
+def write_task_dir(path: Path, episodes: list[Trajectory], *overrides: str) -> Path:
+    """``path`` as a task directory holding ``episodes``, its ``config.yaml`` that of a
+    run with ``overrides`` (what ``export_minari`` reads for the env)."""
+    (path / "results").mkdir(parents=True)
+    writer = TrajectoryWriter(path / "results")
+    writer.extend(episodes)
+    writer.close()
+    cfg = make_cfg(path.parent, *overrides)
+    (path / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    return path
