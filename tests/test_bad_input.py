@@ -205,6 +205,18 @@ MULTI_AGENT_CASES = [
         r"allowed: .*DQN",
     ),
     Case(
+        "random_action_rate_above_one",
+        fixed("general_cfg.random_action_rate=1.5"),
+        r"general_cfg\.random_action_rate=1\.5 is out of range",
+        r"allowed: 0 <= rate <= 1",
+    ),
+    Case(
+        "random_action_rate_in_training",
+        fixed("general_cfg.random_action_rate=0.3"),
+        r"general_cfg\.random_action_rate=0\.3 is for test mode",
+        r"allowed in mode=train: 0",
+    ),
+    Case(
         "dataset_smaller_than_a_batch",
         dataset_of(CARTPOLE_EPISODES[:1]),
         r"general_cfg\.dataset holds 50 transitions, fewer than algo_cfg\.batch_size=",

@@ -138,6 +138,16 @@ def check_general(general: DictConfig) -> None:
         raise ConfigError(f"general_cfg.env_error_window_steps={window} must be >= 1")
     _check_fleet_bounds(general)
     _check_dataset(general)
+    rate = general.random_action_rate
+    if not 0 <= rate <= 1:
+        raise ConfigError(
+            f"general_cfg.random_action_rate={rate} is out of range; allowed: 0 <= rate <= 1"
+        )
+    if rate > 0 and general.mode != "test":
+        raise ConfigError(
+            f"general_cfg.random_action_rate={rate} is for test mode (training explores by "
+            f"the algorithm's own schedule); allowed in mode={general.mode}: 0"
+        )
     if not general.learner_lost_after_s > 0:
         raise ConfigError(
             f"general_cfg.learner_lost_after_s={general.learner_lost_after_s} must be > 0 seconds"

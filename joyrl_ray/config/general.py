@@ -34,6 +34,8 @@ class GeneralConfig:
     device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda
     mode: str = "train"  # train or test
     collect_traj: bool = False  # write every finished episode to results/trajs_*.pkl
+    random_action_rate: float = 0.0  # test mode: share of actions drawn uniformly at random
+    # instead of the policy's (with collect_traj: a dataset of a chosen quality)
     dataset: str | None = None  # learn from recorded episodes, with no workers: a task
     # directory written with collect_traj, a trajs_*.pkl file, a folder of either, or a local
     # Minari dataset id; needs max_updates (null: learn online from the workers)

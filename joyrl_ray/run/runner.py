@@ -181,6 +181,11 @@ def run(
         cfg = start.cfg
         flow = _flow(cfg, plan)  # how data moves in this run, decided once
         dataset = _dataset(cfg, flow, spaces, plan)
+        if plan is not None and cfg.general.random_action_rate > 0:
+            raise ConfigError(
+                f"general_cfg.random_action_rate={cfg.general.random_action_rate}: a "
+                "multi-agent env's agents act by their policies; allowed with multi_agent: 0"
+            )
         if start.resume and cfg.general.save_buffer:  # the kept data must fit this run's
             flow.check_resume(cfg.general, modes.saved_buffer(start), str(start.source))
         if session is not None:

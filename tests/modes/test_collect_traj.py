@@ -7,11 +7,15 @@ import pickle
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
+from algos import get_algorithm
 from joyrl_ray import export_minari
 from joyrl_ray.run import trajectories
+from joyrl_ray.run.checkpoint import find_checkpoint
 from joyrl_ray.run.runner import RunResult, run
 from tests.support.modes_setup import TRAIN_OVERRIDES
 from tests.support.runs import make_cfg, needs_extra
@@ -132,3 +136,43 @@ def test_export_to_minari(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     # The same id again is refused in one line, and the existing dataset is left alone.
     assert export_minari.main([str(result.task_dir), "joyrl/cartpole-dqn-v0"]) == 2
     assert minari.load_dataset("joyrl/cartpole-dqn-v0").total_episodes == len(trajs)
+
+
+def _greedy_share(trained: RunResult, trajs: list[dict[str, np.ndarray]]) -> float:
+    """The share of recorded actions that the checkpoint's greedy policy would take."""
+    cfg = make_cfg(trained.task_dir.parent, *TRAIN_OVERRIDES)
+    state = find_checkpoint(trained.task_dir, "best").state
+    env = gym.make("CartPole-v1")
+    spaces = (env.observation_space, env.action_space)
+    policy = get_algorithm("DQN").policy_cls(cfg.algo, *spaces, torch.device("cpu"))
+    policy.load_acting_state(state["policy"])
+    obs = np.concatenate([t["obs"] for t in trajs])
+    actions = np.concatenate([t["actions"] for t in trajs])
+    greedy, _ = policy.act(obs, explore=False, env_steps=0)
+    return float(np.mean(greedy == actions))
+
+
+def test_test_mode_records_a_dataset_of_chosen_quality_with_random_action_rate(
+    trained: RunResult, tmp_path: Path
+) -> None:
+    """At rate 0 every recorded action is the checkpoint's greedy one; at rate 1 each is
+    drawn at random (of CartPole's two actions, about half agree with the greedy one)."""
+    shares = {}
+    for rate in (0.0, 1.0):
+        result = run(
+            make_cfg(
+                tmp_path / str(rate),
+                "general_cfg.mp_backend=single",
+                "general_cfg.mode=test",
+                f"general_cfg.load_path={trained.task_dir}",
+                "general_cfg.max_episode=20",
+                "general_cfg.collect_traj=true",
+                f"general_cfg.random_action_rate={rate}",
+                "general_cfg.seed=3",
+                LAYERS,
+            )
+        )
+        trajs = assert_trajectories_match_episodes(result)
+        shares[rate] = _greedy_share(trained, trajs)
+    assert shares[0.0] == 1.0, shares
+    assert 0.35 < shares[1.0] < 0.65, shares

@@ -25,6 +25,7 @@ class WorkerConfig:
     max_pushes_in_flight: int
     lockstep: bool  # newer weights are loaded as they reach the worker, never later
     collect_traj: bool
+    random_action_rate: float  # test mode: share of actions drawn at random
     max_step: int  # per episode
     fault_injection: FaultInjectionConfig
     multi_agent: MultiAgentPlan | None = None  # a multi-agent run's agents and policies
@@ -43,6 +44,7 @@ class WorkerConfig:
             max_pushes_in_flight=general.max_pushes_in_flight,
             lockstep=general.lockstep,
             collect_traj=general.collect_traj,
+            random_action_rate=general.random_action_rate,
             max_step=general.max_step,
             fault_injection=general.fault_injection,
             multi_agent=plan,

@@ -40,6 +40,7 @@ from joyrl_ray.roles.worker.envs import FAILED_REBUILDS_BEFORE_GIVING_UP, Worker
 from joyrl_ray.roles.worker.episodes import EpisodeTracker, TrajectoryCutter
 from joyrl_ray.roles.worker.kill_schedule import KillSchedule
 from joyrl_ray.roles.worker.normalizer import WorkerNormalizer
+from joyrl_ray.roles.worker.random_actions import RandomActions
 from joyrl_ray.roles.worker.sender import Payload, SenderSetup, WorkerSender
 from joyrl_ray.seeding import derive_seed
 from joyrl_ray.wire.handles import ObjectStore, first_line
@@ -123,6 +124,11 @@ class Worker(WorkerLoop):
             self.envs.vector.single_action_space,
             torch.device("cpu"),
         )
+        self.random_actions: RandomActions | None = None
+        if cfg.random_action_rate > 0:
+            self.random_actions = RandomActions(
+                space, self.envs.vector.single_action_space, cfg.random_action_rate
+            )
         settings = NormSettings.of(cfg.env)
         self.norm: WorkerNormalizer | None = None
         if settings.on:  # test mode: the checkpoint's statistics, never updated
@@ -221,6 +227,8 @@ class Worker(WorkerLoop):
         self.stream_steps = start.stream_steps
         stream = (start.stream_steps,) if start.stream_steps else ()
         self.policy.seed(derive_seed(seed, "policy", self.worker_id, *stream))
+        if self.random_actions is not None:
+            self.random_actions.seed(derive_seed(seed, "random_actions", self.worker_id, *stream))
         if seed:
             torch.manual_seed(derive_seed(seed, "torch", self.worker_id, *stream))
         self.kills.arm(self.cfg.fault_injection, self.worker_id, self.global_env_steps)
@@ -238,6 +246,8 @@ class Worker(WorkerLoop):
         assert self.obs is not None
         env_steps = self.global_env_steps + self.own_env_steps
         actions, extras = self.policy.act(self.obs, explore=self.train, env_steps=env_steps)
+        if self.random_actions is not None:
+            actions = self.random_actions.mix(actions, self.obs)
         next_obs, rewards, terminated, truncated, info = self.envs.step(
             self.policy.env_action(actions)
         )
