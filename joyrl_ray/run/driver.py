@@ -252,7 +252,8 @@ class Driver:
             self.recorder.log(line)
             self.recorder.note(line)
         self.outcome.worker_restarts = reports.worker_restarts
-        if reports.counters.env_steps and self.outcome.first_data_at is None:
+        counters = reports.counters  # a run with no workers: its first update is its data
+        if (counters.env_steps or counters.updates) and self.outcome.first_data_at is None:
             self.outcome.first_data_at = time.monotonic()
         placements = list(reports.placements)
         if not self.data_plane_placed and (placements or self.outcome.placements):

@@ -43,6 +43,8 @@ def test_a_dataset_run_in_one_process_has_no_workers_and_stops_at_max_updates(
     assert summary["n_workers"] == 0 and summary["env_steps"] == 0
     assert summary["dataset"]["transitions"] == 2_000
     assert summary["dataset"]["source"].endswith("trajs_0.pkl")
+    assert summary["time_s"]["startup"] > 0 and summary["time_s"]["run"] >= 0  # to the 1st update
+    assert summary["bottleneck"]["verdict"] == "no_workers"
     assert len(summary["eval_history"]) >= 3  # every 100 updates, as in any run
     (task,) = task_dirs(tmp_path / "tasks")
     assert {"100.pt", "300.pt", "last.pt", "best.pt"} <= {p.name for p in task.glob("models/*")}
