@@ -11,6 +11,9 @@
     The ``general_cfg`` schema (:class:`~joyrl_ray.config.general.GeneralConfig`), what
     runs, where, for how long and what it writes; ``algo_cfg`` and ``env_cfg`` have theirs
     in ``algos/`` and ``envs/``.
+``joyrl_dialect``
+    JoyRL's yaml keys read as this project's before the merge (its network spec:
+    ``joyrl_networks``; its wrappers: ``joyrl_wrappers``; what each does: ``joyrl_docs``).
 ``docs``
     ``python -m joyrl_ray.config.docs > docs/config.md``: the reference of every key, from
     the schemas.

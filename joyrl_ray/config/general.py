@@ -29,6 +29,8 @@ class GeneralConfig:
     """Runtime settings shared by every algorithm. ``-1`` means no limit."""
 
     algo_name: str = "DQN"  # a registered algorithm (algos/), or "pkg.module:SPEC" of your own
+    joyrl_version: str | None = None  # the JoyRL release a preset was written for, as JoyRL's
+    # later presets give it: recorded in config.yaml, no other effect
     env_name: str = "gym"  # env family, as in JoyRL; gym, the only one, holds every env_cfg.id
     # form (custom envs too): checked, recorded in config.yaml, no other effect
     device: str = "auto"  # learner device: auto (cuda when visible), cpu, cuda

@@ -12,7 +12,9 @@ wrong raises :class:`ConfigError` with one line naming the key or value and what
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from joyrl_ray.config.checks import (
     unknown_message,
 )
 from joyrl_ray.config.general import GeneralConfig
+from joyrl_ray.config.joyrl_dialect import RENAMES, no_effect_line, translate
 from joyrl_ray.config.league import LeagueConfig
 from joyrl_ray.config.multi_agent import MultiAgentConfig, PolicyConfig
 
@@ -40,6 +43,8 @@ SECTIONS = ("general_cfg", "algo_cfg", "env_cfg", "multi_agent", "league")
 #: The keys of the config that ``build_config`` makes besides the sections: each policy's
 #: merged algo_cfg, by policy (a multi-agent run's).
 POLICY_ALGOS = "policy_algo_cfg"
+#: JoyRL's names for keys that are spelt otherwise here: section -> {JoyRL's key: key here}.
+JOYRL_KEYS = RENAMES
 
 
 def load_yaml_file(path: str | Path, option: str = "--yaml") -> Any:
@@ -131,31 +136,9 @@ def _normalise_layers(section: dict[str, Any]) -> None:
                     layer["layer_dim"] = [layer["layer_dim"]]
 
 
-#: JoyRL's names for keys that are spelt otherwise here: section -> {JoyRL's key: key here}.
-JOYRL_KEYS = {"env_cfg": {"env_id": "id"}}
-
-
-def _normalise_joyrl(section: str, layer: dict[str, Any]) -> None:
-    """Read a JoyRL yaml's spellings as this project's: ``env_cfg.env_id`` is ``env_cfg.id``
-    and ``general_cfg.mp_backend: null`` (JoyRL's one process) is ``single``."""
-    for joyrl_key, key in JOYRL_KEYS.get(section, {}).items():
-        if joyrl_key not in layer:
-            continue
-        value = layer.pop(joyrl_key)
-        if key in layer and layer[key] != value:
-            raise ConfigError(
-                f"{section}.{joyrl_key}={value!r} and {section}.{key}={layer[key]!r} disagree; "
-                f"{joyrl_key} is JoyRL's name for {key}: set one of them"
-            )
-        layer[key] = value
-    if section == "general_cfg" and "mp_backend" in layer and layer["mp_backend"] is None:
-        layer["mp_backend"] = "single"
-
-
 def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConfig:
     merged = OmegaConf.structured(schema)
     for layer in layers:
-        _normalise_joyrl(section, layer)
         _normalise_layers(layer)
         if section == "general_cfg" and isinstance(layer.get("tracking"), str):
             layer["tracking"] = [layer["tracking"]]  # tracking=mlflow: a list of one
@@ -169,9 +152,18 @@ def _merge(schema: type, layers: list[dict[str, Any]], section: str) -> DictConf
     return merged
 
 
-def build_config(yaml_data: dict[str, Any], overrides: dict[str, dict[str, Any]]) -> DictConfig:
-    """Merge defaults < yaml < overrides for each section, then validate the result."""
-    sources = [yaml_data, overrides]
+def build_config(
+    yaml_data: dict[str, Any],
+    overrides: dict[str, dict[str, Any]],
+    notes: list[str] | None = None,
+) -> DictConfig:
+    """Merge defaults < yaml < overrides for each section, then validate the result.
+    JoyRL's keys are read as this project's first; ``notes`` gets the warning line naming
+    those with no effect here, if any."""
+    sources = copy.deepcopy([yaml_data, overrides])
+    ignored = translate(sources)
+    if ignored and notes is not None:
+        notes.append(no_effect_line(ignored))
     general = _merge(GeneralConfig, [s.get("general_cfg", {}) for s in sources], "general_cfg")
     check_general(general)
     spec = get_algorithm(general.algo_name)
@@ -303,4 +295,8 @@ class RunConfig:
 def load_config(yaml_path: str | None, overrides: list[str]) -> DictConfig:
     """The merged run config from a yaml path (or none) and CLI ``key=value`` overrides."""
     yaml_data = read_yaml(yaml_path) if yaml_path else {}
-    return build_config(yaml_data, parse_overrides(overrides))
+    notes: list[str] = []
+    cfg = build_config(yaml_data, parse_overrides(overrides), notes)
+    for line in notes:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+    return cfg
