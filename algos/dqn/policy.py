@@ -151,7 +151,8 @@ class DQN(Algorithm):
         discounts = to_tensor(batch[DISCOUNTS], device, torch.float32)
         weights = to_tensor(batch[WEIGHTS], device, torch.float32)
 
-        q = q_net(obs).gather(1, actions).squeeze(1)
+        q_all = q_net(obs)
+        q = q_all.gather(1, actions).squeeze(1)
         with torch.no_grad():
             next_q_target = self.target_net(next_obs)
             next_mask = self.policy.mask_tensor(batch[NEXT_OBS])
@@ -164,7 +165,11 @@ class DQN(Algorithm):
             per_sample = td_error.pow(2)
         else:
             per_sample = F.smooth_l1_loss(q, target, reduction="none")
-        loss = (weights * per_sample).mean()
+        td_loss = (weights * per_sample).mean()
+        penalty, penalty_metrics = self.penalty(batch, q_all, q)
+        loss = td_loss + penalty
+        if penalty_metrics:  # the TD loss apart from the penalty's
+            penalty_metrics["td_loss"] = float(td_loss.detach())
 
         grad_norm = self.optimize(self.optimizer, loss, cfg.max_grad_norm)
         self.updates += 1
@@ -178,6 +183,14 @@ class DQN(Algorithm):
                 "td_abs_mean": float(td_error.detach().abs().mean()),
                 "grad_norm": float(grad_norm),
                 "lr": float(self.optimizer.param_groups[0]["lr"]),
+                **penalty_metrics,
             },
             priorities=td_error.detach().abs().cpu().numpy(),
         )
+
+    def penalty(
+        self, batch: Batch, q_all: torch.Tensor, q_taken: torch.Tensor
+    ) -> tuple[torch.Tensor | float, dict[str, float]]:
+        """A term added to the TD loss (none here), from the batch, every action's Q values
+        ``[B, n]`` and those of the batch's actions ``[B]``; and its metrics."""
+        return 0.0, {}
