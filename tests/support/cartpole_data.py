@@ -38,6 +38,7 @@ from joyrl_ray.batch import WEIGHTS, batch_rows
 from joyrl_ray.data.dataset_rows import folded_transitions
 from joyrl_ray.run.trajectories import TrajectoryWriter
 from joyrl_ray.wire.messages import Trajectory
+from tests.support.recorded_episodes import record_episodes
 
 LOOK_AHEAD = 0.5  # the expert's weight of the angular velocity against the angle
 MEDIUM_RATE = 0.45  # random_rate of a medium dataset (uniform noise on the expert)
@@ -60,40 +61,16 @@ def cartpole_episodes(
     """``n_steps`` steps on CartPole-v1 of the expert with random actions (and the poor
     controller's) mixed in, as the module says; whole episodes, but the last may be cut off.
     Each episode in the project's trajectory columns (``joyrl_ray.run.trajectories``)."""
-    env = gym.make("CartPole-v1")
     rng = np.random.default_rng(seed)
-    episodes: list[Trajectory] = []
-    taken = 0
-    while taken < n_steps:
-        obs, _ = env.reset(seed=seed * 10_000 + len(episodes))
-        rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs")}
-        ends: dict[str, list[bool]] = {"terminated": [], "truncated": []}
-        done = False
-        while not done and taken < n_steps:
-            if rng.random() < random_rate:
-                action = int(rng.integers(2))
-            elif rng.random() < poor_rate:
-                action = poor_action(obs)
-            else:
-                action = expert_action(obs)
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            for key, value in zip(rows, (obs, action, reward, next_obs), strict=True):
-                rows[key].append(value)
-            ends["terminated"].append(bool(terminated))
-            ends["truncated"].append(bool(truncated))
-            obs, taken, done = next_obs, taken + 1, terminated or truncated
-        episodes.append(
-            {
-                "obs": np.asarray(rows["obs"], np.float32),
-                "actions": np.asarray(rows["actions"], np.int64),
-                "rewards": np.asarray(rows["rewards"], np.float32),
-                "next_obs": np.asarray(rows["next_obs"], np.float32),
-                "terminated": np.asarray(ends["terminated"], bool),
-                "truncated": np.asarray(ends["truncated"], bool),
-            }
-        )
-    env.close()
-    return episodes
+
+    def act(obs: np.ndarray) -> int:
+        if rng.random() < random_rate:
+            return int(rng.integers(2))
+        if rng.random() < poor_rate:
+            return poor_action(obs)
+        return expert_action(obs)
+
+    return record_episodes("CartPole-v1", n_steps, act, seed=seed)
 
 
 def episode_returns(episodes: list[Trajectory]) -> np.ndarray:

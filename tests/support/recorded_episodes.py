@@ -4,6 +4,7 @@ directory's ``results/trajs_0.pkl`` (the files ``collect_traj`` writes), with th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,38 +12,47 @@ import gymnasium as gym
 import numpy as np
 import yaml
 
+from joyrl_ray.batch import ACTIONS, NEXT_OBS, OBS, REWARDS, STEP_COLUMNS
 from joyrl_ray.run.trajectories import TrajectoryWriter
 from joyrl_ray.wire.messages import Trajectory
 from tests.support.runs import make_cfg
 
 
-def random_episodes(env_id: str, steps: int, seed: int = 1) -> list[Trajectory]:
-    """``steps`` steps of ``env_id`` played uniformly at random (the last episode may be
-    cut off), each episode in the project's trajectory columns."""
+def record_episodes(
+    env_id: str, n_steps: int, act: Callable[[np.ndarray], Any], *, seed: int
+) -> list[Trajectory]:
+    """``n_steps`` steps of ``env_id``, each action ``act(obs)`` (the last episode may be cut
+    off), each episode in the project's trajectory columns; episode ``k`` resets with seed
+    ``seed * 10_000 + k``."""
     env = gym.make(env_id)
-    env.action_space.seed(seed)
     episodes: list[Trajectory] = []
     taken = 0
-    while taken < steps:
-        obs, _ = env.reset(seed=seed + len(episodes))
-        rows: dict[str, list[Any]] = {
-            k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")
-        }
+    while taken < n_steps:
+        obs, _ = env.reset(seed=seed * 10_000 + len(episodes))
+        rows: dict[str, list[Any]] = {k: [] for k in STEP_COLUMNS}
         done = False
-        while not done and taken < steps:
-            action = env.action_space.sample()
+        while not done and taken < n_steps:
+            action = act(obs)
             next_obs, reward, terminated, truncated, _ = env.step(action)
-            for key, value in zip(
-                rows, (obs, action, reward, next_obs, terminated, truncated), strict=True
-            ):
+            step = (obs, action, reward, next_obs, bool(terminated), bool(truncated))
+            for key, value in zip(STEP_COLUMNS, step, strict=True):
                 rows[key].append(value)
             obs, taken, done = next_obs, taken + 1, terminated or truncated
         episode = {key: np.asarray(value) for key, value in rows.items()}
-        for key in ("obs", "next_obs", "rewards"):
+        for key in (OBS, NEXT_OBS, REWARDS):
             episode[key] = episode[key].astype(np.float32)
+        if episode[ACTIONS].dtype.kind == "f":
+            episode[ACTIONS] = episode[ACTIONS].astype(np.float32)
         episodes.append(episode)
     env.close()
     return episodes
+
+
+def random_episodes(env_id: str, steps: int, seed: int = 1) -> list[Trajectory]:
+    """``steps`` steps of ``env_id`` played uniformly at random."""
+    space = gym.make(env_id).action_space
+    space.seed(seed)
+    return record_episodes(env_id, steps, lambda _obs: space.sample(), seed=seed)
 
 
 def write_task_dir(path: Path, episodes: list[Trajectory], *overrides: str) -> Path:
