@@ -147,3 +147,45 @@ def test_a_minari_dataset_the_export_wrote_is_learnt_from_by_id_and_one_of_other
     line = str(refused.value)
     assert "\n" not in line and "its observations are float32 rows of shape (3,)" in line, line
     assert not (tmp_path / "refused").exists() or not list((tmp_path / "refused").iterdir())
+
+
+#: Each offline algorithm, its config and the env its dataset is recorded on.
+OFFLINE = {
+    "BC": ("cartpole_bc", "CartPole-v1"),
+    "DiscreteCQL": ("cartpole_discrete_cql", "CartPole-v1"),
+}
+SMALL_NETS = {
+    "cartpole_bc": ("algo_cfg.actor_layers=[{layer_type: linear, layer_dim: [32]}]",),
+    "cartpole_discrete_cql": ("algo_cfg.value_layers=[{layer_type: linear, layer_dim: [32]}]",),
+}
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("algo", sorted(OFFLINE))
+def test_each_offline_algorithm_updates_in_step_on_two_learners_from_a_dataset_and_resumes(
+    algo: str, tmp_path: Path, ray_session
+) -> None:
+    config, env_id = OFFLINE[algo]
+    data = write_task_dir(tmp_path / "data", random_episodes(env_id, 2_000))
+    common = (
+        f"env_cfg.id={env_id}",
+        f"general_cfg.dataset={data}",
+        "general_cfg.n_learners=2",
+        "general_cfg.n_replay_shards=2",
+        "general_cfg.model_save_fre=50",
+        "general_cfg.online_eval_episode=1",
+        "algo_cfg.batch_size=32",
+        *SMALL_NETS[config],
+    )
+    first = train_in_process(
+        tmp_path / "first", config, (*common, "general_cfg.max_updates=100"), None
+    )
+    assert first["algo"] == algo and first["updates"] == 100 and first["n_workers"] == 0
+    assert {learner["updates"] for learner in first["learners"]} == {100}
+    assert len({learner["params_digest"] for learner in first["learners"]}) == 1  # in step
+    (task,) = task_dirs(tmp_path / "first")
+    resume = ("general_cfg.load_checkpoint=true", f"general_cfg.load_path={task}")
+    resumed = train_in_process(
+        tmp_path / "resumed", config, (*common, *resume, "general_cfg.max_updates=150"), None
+    )
+    assert resumed["updates"] == 150 and resumed["resumed_from"]
