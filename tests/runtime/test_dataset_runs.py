@@ -153,10 +153,19 @@ def test_a_minari_dataset_the_export_wrote_is_learnt_from_by_id_and_one_of_other
 OFFLINE = {
     "BC": ("cartpole_bc", "CartPole-v1"),
     "DiscreteCQL": ("cartpole_discrete_cql", "CartPole-v1"),
+    "CQL": ("pendulum_cql", "Pendulum-v1"),
+    "IQL": ("pendulum_iql", "Pendulum-v1"),
 }
+LAYER = "[{layer_type: linear, layer_dim: [32]}]"
 SMALL_NETS = {
-    "cartpole_bc": ("algo_cfg.actor_layers=[{layer_type: linear, layer_dim: [32]}]",),
-    "cartpole_discrete_cql": ("algo_cfg.value_layers=[{layer_type: linear, layer_dim: [32]}]",),
+    "cartpole_bc": (f"algo_cfg.actor_layers={LAYER}",),
+    "cartpole_discrete_cql": (f"algo_cfg.value_layers={LAYER}",),
+    "pendulum_cql": (f"algo_cfg.actor_layers={LAYER}", f"algo_cfg.critic_layers={LAYER}"),
+    "pendulum_iql": (
+        f"algo_cfg.actor_layers={LAYER}",
+        f"algo_cfg.critic_layers={LAYER}",
+        f"algo_cfg.value_layers={LAYER}",
+    ),
 }
 
 
