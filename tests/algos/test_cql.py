@@ -18,7 +18,8 @@ from algos.layers import mlp_layers
 from algos.sac.config import SACConfig
 from algos.sac.policy import SAC, SACPolicy
 from joyrl_ray.config import load_config
-from tests.support.pendulum_data import greedy_return, learn_offline, pendulum_episodes
+from tests.support.pendulum_data import learned_return as pendulum_learned_return
+from tests.support.pendulum_data import pendulum_episodes
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACTIONS = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
@@ -161,7 +162,6 @@ def test_the_pendulum_datasets_actions_are_in_env_units_as_sacs_workers_store_th
 def learned_return(seed: int) -> float:
     """CQL's greedy return on 10 fixed Pendulum episodes after 4000 updates of 64-unit
     networks on 40k steps of the controller with torque noise of std 2."""
-    episodes = pendulum_episodes(40_000, noise=2.0, seed=seed)
     layers = mlp_layers(64, 64)
     cfg = CQLConfig(
         actor_layers=layers,
@@ -172,13 +172,7 @@ def learned_return(seed: int) -> float:
         cql_alpha=10.0,
         n_action_samples=4,
     )
-    env = gym.make("Pendulum-v1")
-    torch.manual_seed(seed)
-    algo = CQL(cfg, env.observation_space, env.action_space, CPU)
-    algo.seed(seed)
-    algo.policy.seed(seed)
-    learn_offline(algo, episodes, updates=4000, seed=seed)
-    return greedy_return(algo.policy, range(100, 110))
+    return pendulum_learned_return(CQL, cfg, updates=4000, seed=seed)
 
 
 @pytest.mark.slow

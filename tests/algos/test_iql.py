@@ -16,7 +16,7 @@ from algos.iql.config import IQLConfig
 from algos.iql.policy import IQL, advantage_weights, expectile_loss
 from algos.layers import mlp_layers
 from joyrl_ray.config import load_config
-from tests.support.pendulum_data import greedy_return, learn_offline, pendulum_episodes
+from tests.support.pendulum_data import learned_return as pendulum_learned_return
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACTIONS = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
@@ -168,7 +168,6 @@ def test_iql_refuses_a_discrete_action_space_in_one_line() -> None:
 def learned_return(seed: int) -> float:
     """IQL's greedy return on 10 fixed Pendulum episodes after 6000 updates of 64-unit
     networks on 40k steps of the controller with torque noise of std 2."""
-    episodes = pendulum_episodes(40_000, noise=2.0, seed=seed)
     layers = mlp_layers(64, 64)
     cfg = IQLConfig(
         actor_layers=layers,
@@ -179,13 +178,7 @@ def learned_return(seed: int) -> float:
         value_lr=1e-3,
         beta=0.3,  # Pendulum's Q spans hundreds: beta 1 or 3 weights the actor by Q's noise
     )
-    env = gym.make("Pendulum-v1")
-    torch.manual_seed(seed)
-    algo = IQL(cfg, env.observation_space, env.action_space, CPU)
-    algo.seed(seed)
-    algo.policy.seed(seed)
-    learn_offline(algo, episodes, updates=6000, seed=seed)
-    return greedy_return(algo.policy, range(100, 110))
+    return pendulum_learned_return(IQL, cfg, updates=6000, seed=seed)
 
 
 @pytest.mark.slow

@@ -23,10 +23,13 @@ float32 ``[T, 1]``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
+import torch
 
-from algos.base import Policy
+from algos.base import Algorithm, Policy
 from joyrl_ray.wire.messages import Trajectory
 from tests.support.cartpole_data import learn_offline, write_task_dir
 from tests.support.recorded_episodes import record_episodes
@@ -83,3 +86,16 @@ def greedy_return(policy: Policy, seeds: range) -> float:
         returns.append(total)
     env.close()
     return float(np.mean(returns))
+
+
+def learned_return(algorithm_cls: type[Algorithm], cfg: Any, updates: int, seed: int) -> float:
+    """The greedy return (10 fixed episodes) of ``algorithm_cls`` after ``updates`` offline
+    updates on 40k steps of the controller with torque noise of std 2 (seeded alike)."""
+    episodes = pendulum_episodes(40_000, noise=2.0, seed=seed)
+    env = gym.make("Pendulum-v1")
+    torch.manual_seed(seed)
+    algo = algorithm_cls(cfg, env.observation_space, env.action_space, torch.device("cpu"))
+    algo.seed(seed)
+    algo.policy.seed(seed)
+    learn_offline(algo, episodes, updates=updates, seed=seed)
+    return greedy_return(algo.policy, range(100, 110))
