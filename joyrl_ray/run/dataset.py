@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,11 +27,12 @@ import numpy as np
 from algos import ALGORITHMS
 from envs.observations import is_nested
 from joyrl_ray.batch import ACTIONS, OBS, batch_rows
-from joyrl_ray.config import ConfigError
+from joyrl_ray.config import ConfigError, RunConfig
 from joyrl_ray.data.dataset_rows import DatasetSource, NotADataset, folded_transitions
 from joyrl_ray.data_needs import ReplayNeeds
 from joyrl_ray.flows.base import DataFlow
 from joyrl_ray.flows.registry import flow_for
+from joyrl_ray.multi_agent_plan import MultiAgentPlan
 from joyrl_ray.run import trajectories as traj_io
 from joyrl_ray.wire.messages import Trajectory
 
@@ -192,3 +194,52 @@ def check_size(dataset: Dataset, needs: ReplayNeeds, n_shards: int) -> int:
             "smaller batch_size"
         )
     return rows
+
+
+@dataclass
+class DatasetRun:
+    """A run with no workers: where its replay shards read their data, and what it holds."""
+
+    source: DatasetSource
+    where: str
+    episodes: int
+    transitions: int
+    mean_return: float
+    shards: int
+
+    def line(self) -> str:
+        return (
+            f"learning from {self.where}: {self.episodes} episodes, {self.transitions} "
+            f"transitions (mean episode return {self.mean_return:.1f}) in {self.shards} replay "
+            "shard(s); no workers"
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "source": self.where,
+            "episodes": self.episodes,
+            "transitions": self.transitions,
+            "mean_return": round(self.mean_return, 3),
+        }
+
+
+def prepare_dataset(
+    cfg: RunConfig, flow: DataFlow, spaces: Any, plan: MultiAgentPlan | None
+) -> DatasetRun | None:
+    """``general_cfg.dataset`` read once and checked (before anything starts: every fault
+    in it is one line); the shards read it again, each its part."""
+    general = cfg.general
+    if general.dataset is None:
+        return None
+    if plan is not None:
+        raise ConfigError(
+            f"general_cfg.dataset={general.dataset}: a multi-agent env learns online; "
+            "allowed with multi_agent: null"
+        )
+    needs = dataset_needs(flow, general.algo_name)
+    found = load_dataset(general.dataset, general.tasks_dir, spaces, needs)
+    shards = general.n_replay_shards
+    transitions = check_size(found, needs, shards)
+    return DatasetRun(
+        found.source, found.where, len(found.episodes), transitions, found.mean_return(), shards
+    )

@@ -57,7 +57,7 @@ from joyrl_ray.policies import DEFAULT_POLICY
 from joyrl_ray.run import modes, signals
 from joyrl_ray.run.agents import prepare_agents, refuse_section
 from joyrl_ray.run.checkpoint import CheckpointStore
-from joyrl_ray.run.dataset import check_size, dataset_needs, load_dataset
+from joyrl_ray.run.dataset import DatasetRun, prepare_dataset
 from joyrl_ray.run.driver import DriveOutcome, Driver
 from joyrl_ray.run.figures import save_reward_figures
 from joyrl_ray.run.league_files import (
@@ -180,7 +180,7 @@ def run(
         start = modes.prepare(cfg, spaces, plan)
         cfg = start.cfg
         flow = _flow(cfg, plan)  # how data moves in this run, decided once
-        dataset = _dataset(cfg, flow, spaces, plan)
+        dataset = prepare_dataset(cfg, flow, spaces, plan)
         if plan is not None and cfg.general.random_action_rate > 0:
             raise ConfigError(
                 f"general_cfg.random_action_rate={cfg.general.random_action_rate}: a "
@@ -238,55 +238,6 @@ def run(
         thaw_heap()  # the roles froze what they started with (freeze_startup_heap)
         if session is not None:
             session.close()
-
-
-@dataclass
-class DatasetRun:
-    """A run with no workers: where its replay shards read their data, and what it holds."""
-
-    source: DatasetSource
-    where: str
-    episodes: int
-    transitions: int
-    mean_return: float
-    shards: int
-
-    def line(self) -> str:
-        return (
-            f"learning from {self.where}: {self.episodes} episodes, {self.transitions} "
-            f"transitions (mean episode return {self.mean_return:.1f}) in {self.shards} replay "
-            "shard(s); no workers"
-        )
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "source": self.where,
-            "episodes": self.episodes,
-            "transitions": self.transitions,
-            "mean_return": round(self.mean_return, 3),
-        }
-
-
-def _dataset(
-    cfg: RunConfig, flow: DataFlow, spaces: Any, plan: MultiAgentPlan | None
-) -> DatasetRun | None:
-    """``general_cfg.dataset`` read once and checked (before anything starts: every fault
-    in it is one line); the shards read it again, each its part."""
-    general = cfg.general
-    if general.dataset is None:
-        return None
-    if plan is not None:
-        raise ConfigError(
-            f"general_cfg.dataset={general.dataset}: a multi-agent env learns online; "
-            "allowed with multi_agent: null"
-        )
-    needs = dataset_needs(flow, general.algo_name)
-    found = load_dataset(general.dataset, general.tasks_dir, spaces, needs)
-    shards = general.n_replay_shards
-    transitions = check_size(found, needs, shards)
-    return DatasetRun(
-        found.source, found.where, len(found.episodes), transitions, found.mean_return(), shards
-    )
 
 
 def plane_setup(
